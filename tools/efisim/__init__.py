@@ -1,0 +1,6 @@
+"""efisim: a host stand-in for UEFI firmware with EDK2's network stack, for testing bitsnet.
+
+``firmware`` is the DXE core (boot services, events, handles, pool); the network drivers
+model EDK2's NetworkPkg over host sockets on loopback; ``boot_python/`` holds the stand-in
+``efi`` and ``_efi`` modules that BITS would provide. See README.rst, "The simulator".
+"""

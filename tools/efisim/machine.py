@@ -1,0 +1,119 @@
+"""Boot a simulated machine: the firmware core plus one NIC with EDK2's network drivers.
+
+``boot(MachineConfig(...))`` resets the one firmware instance and installs, on a fresh NIC
+handle, what EDK2's NetworkPkg installs on a connected NIC: IP4 Config2 and the TCP4, UDP4 and
+(optionally, facts section 6.3) DNS4 service bindings. Each driver module offers
+``install(machine)`` returning a driver object with ``ledger()`` (what it still holds for the
+application, e.g. live children and outstanding tokens) and ``shutdown()``.
+
+Two firmware profiles (``--firmware``):
+  ``edk2``       current EDK2 NetworkPkg, as described in efi-network-facts.md (the default);
+  ``edk2-2015``  the older MdeModulePkg stack BITS was tested on (bits-efi-api.md items 2, 3, 5):
+                 TCP4 Cancel returns EFI_UNSUPPORTED, Configure with UseDefaultAddress fails with
+                 EFI_ALREADY_STARTED, and TCP4 children do not inherit the IP4 routes.
+"""
+
+from __future__ import print_function
+
+from efisim import uefi
+from efisim.firmware import FIRMWARE
+from efisim.nic import Nic
+
+PROFILES = ("edk2", "edk2-2015")
+
+
+class MachineConfig(object):
+    """Everything that differs between simulated machines; efirun's options map onto it."""
+
+    def __init__(self, **options):
+        self.address = "127.0.0.2/8"  # what DHCP hands out (or the static address)
+        self.gateway = "127.0.0.1"
+        self.dns_servers = []  # type: list   # ["127.0.0.1:5353"]: DHCP option 6 plus port
+        self.static = False  # address preconfigured (policy Static + ManualAddress), no DHCP
+        self.dhcp = True  # False: the DHCP server never answers
+        self.dhcp_delay = 0.3  # seconds from DHCP start to lease (OVMF on QEMU: about 4 s)
+        self.dns4 = True  # False: no DNS4 service binding (most vendor firmware, facts 6.3)
+        self.firmware = "edk2"
+        self.seed = 0
+        self.timer = True  # False: the firmware timer tick is stopped (issue 11)
+        self.nic_connected = True  # False: only SNP until ConnectController (facts 2.4)
+        for name, value in options.items():
+            if not hasattr(self, name):
+                raise TypeError("unknown machine option %r" % name)
+            setattr(self, name, value)
+        if self.firmware not in PROFILES:
+            raise ValueError("firmware profile must be one of %s" % ", ".join(PROFILES))
+
+    @property
+    def old_stack(self):
+        return self.firmware == "edk2-2015"
+
+
+class Machine(object):
+    """A booted machine: ``firmware``, ``nic`` and the installed ``drivers`` by name."""
+
+    def __init__(self, config):
+        self.config = config
+        self.firmware = FIRMWARE
+        self.nic = Nic(FIRMWARE)
+        self.drivers = {}  # type: dict
+        FIRMWARE.ledger_sources.append(self._driver_ledger)
+        FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_SIMPLE_NETWORK_PROTOCOL_GUID,
+                                  FIRMWARE.allocate_static(656))
+        if config.nic_connected:
+            self.connect_drivers()
+        else:
+            FIRMWARE.connect_hooks[self.nic.handle] = self._connect_controller
+
+    def _connect_controller(self, recursive):
+        if self.drivers:
+            return uefi.EFI_SUCCESS
+        self.connect_drivers()
+        return uefi.EFI_SUCCESS
+
+    def connect_drivers(self):
+        """What ConnectController(NIC, recursive) does in EDK2: start the network drivers."""
+        from efisim import ip4config2, tcp4
+        self.drivers["ip4config2"] = ip4config2.install(self)
+        self.drivers["tcp4"] = tcp4.install(self)
+        for name in ("udp4", "dns4"):
+            if name == "dns4" and not self.config.dns4:
+                continue
+            try:
+                module = __import__("efisim." + name, fromlist=["install"])
+            except ImportError:
+                continue  # driver not written yet
+            self.drivers[name] = module.install(self)
+
+    def _driver_ledger(self):
+        counts = {}  # type: dict
+        for driver in self.drivers.values():
+            for name, value in driver.ledger().items():
+                counts[name] = counts.get(name, 0) + value
+        return counts
+
+    def shutdown(self):
+        for driver in list(self.drivers.values()):
+            driver.shutdown()
+        self.drivers.clear()
+        self.nic.close()
+        FIRMWARE.stop_timer()
+
+
+_current = [None]  # type: list
+
+
+def boot(config=None):
+    """Reset the firmware and boot a machine with ``config``; the previous one is shut down."""
+    config = config or MachineConfig()
+    if _current[0] is not None:
+        _current[0].shutdown()
+    FIRMWARE.reset(timer_running=config.timer)
+    machine = Machine(config)
+    _current[0] = machine
+    return machine
+
+
+def current():
+    """The machine booted last (None before the first boot)."""
+    return _current[0]
