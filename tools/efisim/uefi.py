@@ -14,6 +14,7 @@ x64 ABI on Linux, so the simulated firmware is built from plain ``CFUNCTYPE`` ca
 from __future__ import print_function
 
 import ctypes
+import numbers
 import uuid
 from ctypes import POINTER, Structure, c_bool, c_char, c_int8, c_int16, c_int32, c_int64
 from ctypes import c_uint8, c_uint16, c_uint32, c_uint64, c_ulong, c_void_p
@@ -137,7 +138,8 @@ EFI_WARN_RESET_REQUIRED = 7
 efi_status_decode = dict(
     (value, name)
     for name, value in list(globals().items())
-    if name.startswith("EFI_") and isinstance(value, int) and name not in ("EFI_ERROR",)
+    if name.startswith("EFI_") and isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    and name not in ("EFI_ERROR",)
 )
 
 

@@ -1,0 +1,122 @@
+"""The one boundary where EFI status codes become Python socket errors.
+
+Below this module bitsnet speaks EFI_STATUS; above it only the exception classes defined here
+exist, with the errno and message shape CPython's own ``_socket`` gives (DESIGN.md rule 4):
+
+  ``error``     OSError on Python 3; on 2.7 a subclass of IOError, as 2.7's socket.error is.
+  ``herror``, ``gaierror``  subclasses of ``error`` (resolver failures).
+  ``timeout``   our own deadlines (settimeout); on 3.10+ it is TimeoutError, as in CPython.
+                An EFI_TIMEOUT *status* (EDK2 gave up) is ``error(ETIMEDOUT)``, not ``timeout``.
+
+``_STATUS_TO_ERRNO`` is the one table (efi-network-facts.md section 1.3); the few rows that
+depend on the operation are spelled out in ``errno_for``.
+"""
+
+import errno
+import os
+import sys
+
+import efi
+
+if sys.version_info[0] >= 3:
+    error = OSError
+else:
+    class error(IOError):  # type: ignore[no-redef]
+        """socket.error: a subclass of IOError in Python 2.7."""
+
+
+class herror(error):  # type: ignore[valid-type,misc]
+    """Host-database errors (gethostbyaddr)."""
+
+
+class gaierror(error):  # type: ignore[valid-type,misc]
+    """getaddrinfo/gethostbyname errors; args are (EAI_* code, message)."""
+
+
+if sys.version_info >= (3, 10):
+    timeout = TimeoutError
+else:
+    class timeout(error):  # type: ignore[no-redef,valid-type,misc]
+        """A bitsnet deadline expired (settimeout)."""
+
+
+ECANCELED = getattr(errno, "ECANCELED", 125)  # Python 2.7's errno module lacks it; Linux's value
+
+_STATUS_TO_ERRNO = {
+    efi.EFI_NOT_READY: errno.EAGAIN,
+    efi.EFI_TIMEOUT: errno.ETIMEDOUT,
+    efi.EFI_CONNECTION_RESET: errno.ECONNRESET,
+    efi.EFI_CONNECTION_REFUSED: errno.ECONNREFUSED,
+    efi.EFI_CONNECTION_FIN: errno.ENOTCONN,  # only reached when EOF was not handled as EOF
+    efi.EFI_NETWORK_UNREACHABLE: errno.ENETUNREACH,
+    efi.EFI_HOST_UNREACHABLE: errno.EHOSTUNREACH,
+    efi.EFI_PORT_UNREACHABLE: errno.ECONNREFUSED,
+    efi.EFI_PROTOCOL_UNREACHABLE: errno.ECONNREFUSED,
+    efi.EFI_ICMP_ERROR: errno.EIO,
+    efi.EFI_NO_MAPPING: errno.EADDRNOTAVAIL,
+    efi.EFI_ACCESS_DENIED: errno.EINVAL,
+    efi.EFI_NOT_STARTED: errno.ENOTCONN,
+    efi.EFI_ALREADY_STARTED: errno.EISCONN,
+    efi.EFI_ABORTED: ECANCELED,
+    efi.EFI_OUT_OF_RESOURCES: errno.ENOBUFS,
+    efi.EFI_BAD_BUFFER_SIZE: errno.EMSGSIZE,
+    efi.EFI_BUFFER_TOO_SMALL: errno.EMSGSIZE,
+    efi.EFI_NOT_FOUND: errno.ENETUNREACH,  # UDP Transmit with no route
+    efi.EFI_NO_MEDIA: errno.ENETDOWN,
+    efi.EFI_UNSUPPORTED: errno.ENOPROTOOPT,
+    efi.EFI_INVALID_PARAMETER: errno.EINVAL,
+    efi.EFI_DEVICE_ERROR: errno.EIO,
+    efi.EFI_NO_RESPONSE: errno.ETIMEDOUT,
+}
+
+# Rows that depend on what was being done (facts sections 3.3, 3.6, 3.8, 4.2).
+_BY_OPERATION = {
+    # EDK2 quirk (TcpDxe, facts 3.3 Connect): a RST answering our SYN completes the connect
+    # token with EFI_CONNECTION_RESET, not the EFI_CONNECTION_REFUSED the spec names.
+    ("connect", efi.EFI_CONNECTION_RESET): errno.ECONNREFUSED,
+    # EDK2 quirk (TcpDxe TcpBind, facts 3.8): a TCP port clash is EFI_INVALID_PARAMETER.
+    ("bind", efi.EFI_INVALID_PARAMETER): errno.EADDRINUSE,
+    # Udp4Dxe (facts 4.2): a UDP port clash is EFI_ACCESS_DENIED.
+    ("udp-bind", efi.EFI_ACCESS_DENIED): errno.EADDRINUSE,
+    # After Close() or a reset, TcpDxe answers ACCESS_DENIED (facts 3.5): the socket is not connected.
+    ("send", efi.EFI_ACCESS_DENIED): errno.EPIPE,
+    ("recv", efi.EFI_ACCESS_DENIED): errno.ENOTCONN,
+}
+
+
+def status_name(status):
+    # type: (int) -> str
+    """'EFI_CONNECTION_RESET' for its value; unknown values in hex."""
+    name = efi.efi_status_decode.get(status)
+    return name if name else "EFI status 0x%x" % (status or 0)
+
+
+def is_error(status):
+    # type: (int) -> bool
+    """EFI_ERROR(status): the top bit is set (warnings are not errors)."""
+    return bool(status & efi.EFI_ERROR)
+
+
+def errno_for(status, op=None):
+    # type: (int, str) -> int
+    """The errno CPython would report for EFI ``status`` met while doing ``op``."""
+    specific = _BY_OPERATION.get((op, status))
+    if specific is not None:
+        return specific
+    return _STATUS_TO_ERRNO.get(status, errno.EIO)
+
+
+def socket_error(err, detail=None):
+    """``error(err, strerror)``, CPython's shape, with ``detail`` appended to the message."""
+    message = os.strerror(err)
+    if detail:
+        message = "%s (%s)" % (message, detail)
+    return error(err, message)
+
+
+def raise_for_status(status, op):
+    # type: (int, str) -> None
+    """Return if ``status`` is EFI_SUCCESS; otherwise raise the matching ``error``."""
+    if status == efi.EFI_SUCCESS:
+        return
+    raise socket_error(errno_for(status, op), "%s in %s" % (status_name(status), op))
