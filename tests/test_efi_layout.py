@@ -1,0 +1,112 @@
+"""bitsnet.efidefs against the x64 sizes and offsets of efi-network-facts.md (computed there by
+compiling the real MdePkg headers). A wrong alignment here would make every firmware call
+read garbage, so each number is pinned."""
+
+from __future__ import print_function
+
+import ctypes
+
+import pytest
+
+from bitsnet import efidefs as d
+
+if ctypes.sizeof(ctypes.c_void_p) != 8:  # pragma: no cover - the facts table is for x64
+    pytest.skip("layout table is for x64 hosts", allow_module_level=True)
+
+# (structure, size, {field: offset})
+LAYOUT = [
+    (d.EFI_IPv4_ADDRESS, 4, {}),
+    (d.EFI_IPv6_ADDRESS, 16, {}),
+    (d.EFI_IP_ADDRESS, 16, {}),
+    (d.EFI_MAC_ADDRESS, 32, {}),
+    (d.EFI_SERVICE_BINDING_PROTOCOL, 16, {"CreateChild": 0, "DestroyChild": 8}),
+    (d.EFI_TCP4_ACCESS_POINT, 20, {"UseDefaultAddress": 0, "StationAddress": 1, "SubnetMask": 5,
+                                   "StationPort": 10, "RemoteAddress": 12, "RemotePort": 16, "ActiveFlag": 18}),
+    (d.EFI_TCP4_OPTION, 48, {"ReceiveBufferSize": 0, "SendBufferSize": 4, "MaxSynBackLog": 8,
+                             "ConnectionTimeout": 12, "DataRetries": 16, "FinTimeout": 20, "TimeWaitTimeout": 24,
+                             "KeepAliveProbes": 28, "KeepAliveTime": 32, "KeepAliveInterval": 36,
+                             "EnableNagle": 40, "EnableTimeStamp": 41, "EnableWindowScaling": 42,
+                             "EnableSelectiveAck": 43, "EnablePathMtuDiscovery": 44}),
+    (d.EFI_TCP4_CONFIG_DATA, 32, {"TypeOfService": 0, "TimeToLive": 1, "AccessPoint": 2, "ControlOption": 24}),
+    (d.EFI_TCP4_COMPLETION_TOKEN, 16, {"Event": 0, "Status": 8}),
+    (d.EFI_TCP4_CONNECTION_TOKEN, 16, {"CompletionToken": 0}),
+    (d.EFI_TCP4_LISTEN_TOKEN, 24, {"CompletionToken": 0, "NewChildHandle": 16}),
+    (d.EFI_TCP4_FRAGMENT_DATA, 16, {"FragmentLength": 0, "FragmentBuffer": 8}),
+    (d.EFI_TCP4_RECEIVE_DATA, 32, {"UrgentFlag": 0, "DataLength": 4, "FragmentCount": 8, "FragmentTable": 16}),
+    (d.EFI_TCP4_TRANSMIT_DATA, 32, {"Push": 0, "Urgent": 1, "DataLength": 4, "FragmentCount": 8,
+                                    "FragmentTable": 16}),
+    (d.EFI_TCP4_IO_TOKEN, 24, {"CompletionToken": 0, "Packet": 16}),
+    (d.EFI_TCP4_CLOSE_TOKEN, 24, {"CompletionToken": 0, "AbortOnClose": 16}),
+    (d.EFI_TCP4_PROTOCOL, 80, {"GetModeData": 0, "Configure": 8, "Routes": 16, "Connect": 24, "Accept": 32,
+                               "Transmit": 40, "Receive": 48, "Close": 56, "Cancel": 64, "Poll": 72}),
+    (d.EFI_IP4_CONFIG_DATA, 28, {"DefaultProtocol": 0, "AcceptAnyProtocol": 1, "AcceptIcmpErrors": 2,
+                                 "AcceptBroadcast": 3, "AcceptPromiscuous": 4, "UseDefaultAddress": 5,
+                                 "StationAddress": 6, "SubnetMask": 10, "TypeOfService": 14, "TimeToLive": 15,
+                                 "DoNotFragment": 16, "RawData": 17, "ReceiveTimeout": 20, "TransmitTimeout": 24}),
+    (d.EFI_IP4_MODE_DATA, 88, {"IsStarted": 0, "MaxPacketSize": 4, "ConfigData": 8, "IsConfigured": 36,
+                               "GroupCount": 40, "GroupTable": 48, "RouteCount": 56, "RouteTable": 64,
+                               "IcmpTypeCount": 72, "IcmpTypeList": 80}),
+    (d.EFI_IP4_ROUTE_TABLE, 12, {"SubnetAddress": 0, "SubnetMask": 4, "GatewayAddress": 8}),
+    (d.EFI_MANAGED_NETWORK_CONFIG_DATA, 20, {}),
+    (d.EFI_SIMPLE_NETWORK_MODE, 656, {}),
+    (d.EFI_IP4_CONFIG2_INTERFACE_INFO, 128, {"Name": 0, "IfType": 64, "HwAddressSize": 68, "HwAddress": 72,
+                                            "StationAddress": 104, "SubnetMask": 108, "RouteTableSize": 112,
+                                            "RouteTable": 120}),
+    (d.EFI_IP4_CONFIG2_MANUAL_ADDRESS, 8, {"Address": 0, "SubnetMask": 4}),
+    (d.EFI_IP4_CONFIG2_PROTOCOL, 32, {"SetData": 0, "GetData": 8, "RegisterDataNotify": 16,
+                                      "UnregisterDataNotify": 24}),
+]
+
+
+@pytest.mark.parametrize("cls,size,offsets", LAYOUT, ids=[row[0].__name__ for row in LAYOUT])
+def test_size_and_offsets_match_edk2_x64(cls, size, offsets):
+    assert ctypes.sizeof(cls) == size
+    for field, offset in offsets.items():
+        assert getattr(cls, field).offset == offset, field
+
+
+def test_addresses_have_alignment_one():
+    # What puts EFI_TCP4_ACCESS_POINT.StationAddress at offset 1 (facts section 1.2).
+    assert ctypes.alignment(d.EFI_IPv4_ADDRESS) == 1
+    assert ctypes.alignment(d.EFI_IPv6_ADDRESS) == 1
+
+
+@pytest.mark.parametrize("count", [1, 2, 7])
+def test_fragment_table_variants_keep_the_spec_prefix(count):
+    for base, make in ((d.EFI_TCP4_RECEIVE_DATA, d.tcp4_receive_data), (d.EFI_TCP4_TRANSMIT_DATA,
+                                                                          d.tcp4_transmit_data)):
+        variant = make(count)
+        assert make(count) is variant  # cached
+        assert ctypes.sizeof(variant) == 16 + 16 * count
+        for name, _ in base._fields_:
+            assert getattr(variant, name).offset == getattr(base, name).offset
+
+
+def test_fragment_table_reads_the_callers_entries():
+    rx = d.tcp4_receive_data(3)()
+    rx.FragmentCount = 3
+    for i in range(3):
+        rx.FragmentTable[i].FragmentLength = 100 + i
+    table = d.fragment_table(ctypes.addressof(rx) + d.EFI_TCP4_RECEIVE_DATA.FragmentTable.offset, 3)
+    assert [f.FragmentLength for f in table] == [100, 101, 102]
+
+
+def test_ipv4_round_trip_and_validation():
+    assert d.ipv4_text(d.ipv4("10.0.2.15")) == "10.0.2.15"
+    assert list(d.ipv4("10.0.2.15").Addr) == [10, 0, 2, 15]  # network byte order
+    assert d.ipv4_text(d.ipv4(None)) == "0.0.0.0"
+    for bad in ("1.2.3", "1.2.3.256", "a.b.c.d"):
+        with pytest.raises(ValueError):
+            d.ipv4(bad)
+
+
+def test_every_guid_is_named_and_protocols_carry_theirs():
+    assert len(set(d.GUID_NAMES)) == len(d.GUID_NAMES)
+    for guid, name in d.GUID_NAMES.items():
+        assert getattr(d, name) == guid
+    assert d.EFI_TCP4_PROTOCOL.guid == d.EFI_TCP4_PROTOCOL_GUID
+    assert d.EFI_TCP4_SERVICE_BINDING_PROTOCOL.guid == d.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
+    assert d.EFI_IP4_CONFIG2_PROTOCOL.guid == d.EFI_IP4_CONFIG2_PROTOCOL_GUID
+    # facts section 2.5 spells the byte form out for the TCP4 service binding
+    assert d.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID.bytes_le[8:] == bytearray(
+        [0xBA, 0xF7, 0xD3, 0xC3, 0x3A, 0x1C, 0x7C, 0xC9])
