@@ -1,0 +1,349 @@
+"""EFI events, and the one registry of everything EFI may still touch.
+
+Every asynchronous EFI operation (a TCP Receive, an Accept, a UDP Transmit, a DNS lookup...)
+hands the firmware a token with an event in it, and usually buffers the firmware will write or
+read later. This module owns that hand-over. Three rules hold everywhere in bitsnet:
+
+Rule 1 -- Lifetime. ``submit()`` registers the token and everything in ``keep`` (buffers,
+fragment tables, session data) in ``_pending``, the one registry, before the EFI call; they are
+released only after the completion was processed, or after the child was torn down
+(``abandon``). Nothing relies on a local variable or a closure staying alive by luck.
+
+Rule 2 -- Callbacks run only at safe points. A notification (the trampoline's pending call,
+or BITS's ``_efi`` hook) only appends a slot number to ``_ready``. All decisions are taken in
+``process()``, on the main thread, by the code that is waiting: it checks the token's Status,
+releases the registry entry and runs the operation's ``on_done``.
+
+Rule 3 -- No completion is lost. While a token is outstanding its Status holds ``SENTINEL``
+(EFI_NOT_READY, a value no TCP/UDP/DNS completion carries, and the one EDK2's DnsDxe itself
+writes at submission). The firmware writes the real status before it signals the event, so a
+completion can always be found by looking at Status. When the trampoline reports that
+CPython's pending-call queue (32 entries) overflowed, ``process()`` rescans every outstanding
+token; with BITS's own hook, which drops overflowing notifications silently, it rescans on a
+timer. A notification for a slot whose token still reads SENTINEL is stale and ignored, which
+is what makes reusing events safe.
+
+How completions are noticed (``mode``), chosen once at first use:
+
+``trampoline``   bitsnet's ``trampoline.c`` (built into BITS, or built on demand on a host):
+                 EVT_NOTIFY_SIGNAL events whose notify function calls ``Py_AddPendingCall``
+                 with the event's slot number as context.
+``efi-hook``     BITS 2070+ without our trampoline: ``_efi._c_event_callback`` as notify
+                 function; ``_efi._set_event_callback`` receives the event pointer. Events
+                 that are not ours are passed on to ``efi``'s own dispatcher.
+``check-event``  neither: Type-0 events polled with CheckEvent (facts section 2.3).
+
+Events are pooled: an event is created once, reused for token after token, and closed by
+``shutdown()``. Closing an event whose notification may still be queued would make BITS's
+``efi`` dispatcher raise KeyError in unrelated code; a reused event's stale notification is
+harmless by Rule 3.
+"""
+
+from __future__ import print_function
+
+import collections
+import ctypes
+import os
+import time
+
+import efi
+
+from bitsnet import errors
+
+SENTINEL = efi.EFI_NOT_READY
+MODES = ("trampoline", "efi-hook", "check-event")
+MAX_IDLE_EVENTS = 256  # pooled events kept open beyond this many idle ones are closed
+EFI_HOOK_RESCAN_INTERVAL = 0.05  # seconds; BITS's hook loses notifications without telling us
+IDLE_SPINS = 64  # wait loop iterations with no progress before it starts to Stall
+IDLE_STALL_US = 100  # Stall per idle iteration after that: bounds latency, spares the CPU
+
+_clock = getattr(time, "monotonic", time.time)
+
+
+def clock():
+    # type: () -> float
+    """Monotonic seconds; every timeout in bitsnet is measured with this one clock."""
+    return _clock()
+
+
+class Operation(object):
+    """One token handed to EFI, with everything EFI may touch until it completes."""
+
+    __slots__ = ("token", "completion", "keep", "on_done", "owner", "slot", "seq", "done", "status")
+
+    def __init__(self, token, completion, on_done, owner, keep, slot, seq):
+        self.token = token
+        self.completion = completion
+        self.on_done = on_done
+        self.owner = owner
+        self.keep = keep
+        self.slot = slot
+        self.seq = seq
+        self.done = False
+        self.status = SENTINEL
+
+    def __repr__(self):
+        return "<Operation #%d %s status=%s>" % (
+            self.seq, "done" if self.done else "outstanding", errors.status_name(self.status))
+
+
+# --- The registry and the event pool (module state: one firmware, one interpreter) ---------
+_pending = {}  # type: dict   # slot -> Operation: THE registry of what EFI may still touch
+_events = []  # type: list    # slot -> EFI_EVENT value, or None once closed
+_by_event = {}  # type: dict  # EFI_EVENT value -> slot
+_idle = []  # type: list      # slots whose event is open and unused
+_ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
+_state = {"mode": None, "trampoline": None, "chain": None, "seq": 0, "last_rescan": 0.0}
+stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0}
+
+
+def boot_services():
+    """The firmware's EFI_BOOT_SERVICES table."""
+    return efi.system_table.BootServices.contents
+
+
+def mode():
+    # type: () -> str
+    """How completions are noticed; see the module docstring."""
+    if _state["mode"] is None:
+        _choose_mode(os.environ.get("BITSNET_EVENT_MODE") or None)
+    return _state["mode"]
+
+
+def _choose_mode(wanted=None):
+    if wanted is not None and wanted not in MODES:
+        raise ValueError("BITSNET_EVENT_MODE must be one of %s" % ", ".join(MODES))
+    if wanted in (None, "trampoline"):
+        try:
+            import _bitsnet_trampoline
+        except ImportError:
+            if wanted:
+                raise
+        else:
+            _bitsnet_trampoline.set_dispatcher(_notified_slot)
+            _state.update(mode="trampoline", trampoline=_bitsnet_trampoline)
+            return
+    if wanted in (None, "efi-hook"):
+        import _efi
+        if hasattr(_efi, "_set_event_callback"):
+            # efi registered its own dispatcher at import; ours takes over and passes on
+            # every event that is not bitsnet's (BITS's efi keeps it as efi._event_callback).
+            _state["chain"] = getattr(efi, "_event_callback", None)
+            _efi._set_event_callback(_notified_event)
+            _state["mode"] = "efi-hook"
+            return
+        if wanted:
+            raise ImportError("this BITS has no _efi event hook")
+    _state["mode"] = "check-event"
+
+
+def _notified_slot(slot):
+    # Trampoline pending call. Runs between any two bytecodes: record only (Rule 2).
+    _ready.append(slot)
+
+
+def _notified_event(event):
+    # BITS _efi hook. Same rule; events that are not ours belong to efi.create_event users.
+    slot = _by_event.get(event)
+    if slot is not None:
+        _ready.append(slot)
+    elif _state["chain"] is not None:
+        _state["chain"](event)
+
+
+def _new_event(slot):
+    """CreateEvent for pool slot ``slot``, of the kind the mode needs."""
+    bs = boot_services()
+    event = efi.EFI_EVENT()
+    current = mode()
+    if current == "trampoline":
+        notify = efi.EFI_EVENT_NOTIFY(_state["trampoline"].notify_function)
+        status = bs.CreateEvent(efi.EVT_NOTIFY_SIGNAL, efi.TPL_CALLBACK, notify, ctypes.c_void_p(slot),
+                                ctypes.byref(event))
+    elif current == "efi-hook":
+        import _efi
+        notify = efi.EFI_EVENT_NOTIFY(_efi._c_event_callback)
+        status = bs.CreateEvent(efi.EVT_NOTIFY_SIGNAL, efi.TPL_CALLBACK, notify, None, ctypes.byref(event))
+    else:
+        status = bs.CreateEvent(0, 0, efi.EFI_EVENT_NOTIFY(), None, ctypes.byref(event))
+    errors.raise_for_status(status, "CreateEvent")
+    return event.value
+
+
+def _take_slot():
+    if _idle:
+        return _idle.pop()
+    slot = len(_events)
+    _events.append(None)
+    value = _new_event(slot)
+    _events[slot] = value
+    _by_event[value] = slot
+    return slot
+
+
+def _release_slot(slot):
+    if len(_idle) < MAX_IDLE_EVENTS:
+        _idle.append(slot)
+    else:
+        _close_slot(slot)
+
+
+def _close_slot(slot):
+    value = _events[slot]
+    _events[slot] = None
+    del _by_event[value]
+    boot_services().CloseEvent(value)
+
+
+# --- The public API ------------------------------------------------------------------------
+def submit(token, completion, on_done, owner, keep=()):
+    """Register ``token`` before it is handed to EFI; see Rule 1.
+
+    ``completion`` is the token's EFI_*_COMPLETION_TOKEN (fields Event and Status). The caller
+    makes the EFI call next; if that call fails, the firmware never took the token and the
+    caller must ``unsubmit`` it.
+    """
+    slot = _take_slot()
+    completion.Event = _events[slot]
+    completion.Status = SENTINEL
+    _state["seq"] += 1
+    op = Operation(token, completion, on_done, owner, tuple(keep), slot, _state["seq"])
+    _pending[slot] = op
+    return op
+
+
+def unsubmit(op):
+    """The EFI call refused the token: release it at once."""
+    if _pending.get(op.slot) is op:
+        del _pending[op.slot]
+        _release_slot(op.slot)
+
+
+def check(op):
+    # type: (Operation) -> bool
+    """After an EFI call that may complete synchronously: finish ``op`` now if it is done."""
+    if not op.done and _pending.get(op.slot) is op and op.completion.Status != SENTINEL:
+        _finish(op)
+    return op.done
+
+
+def _finish(op):
+    del _pending[op.slot]
+    op.status = op.completion.Status
+    op.done = True
+    _release_slot(op.slot)
+    stats["completions"] += 1
+    op.on_done(op)
+
+
+def _rescan():
+    """Find completions whose notification was lost (Rule 3)."""
+    stats["rescans"] += 1
+    _state["last_rescan"] = clock()
+    found = [op for op in _pending.values() if op.completion.Status != SENTINEL]
+    stats["recovered"] += len(found)
+    return found
+
+
+def process():
+    # type: () -> int
+    """Process every completion noticed so far; returns how many. Main thread only (Rule 2)."""
+    current = mode()
+    done = []
+    if current == "trampoline":
+        lost = _state["trampoline"].overflow()
+        if lost:
+            stats["overflowed"] += lost
+            done.extend(_rescan())
+    elif current == "efi-hook":
+        if _pending and clock() - _state["last_rescan"] > EFI_HOOK_RESCAN_INTERVAL:
+            done.extend(_rescan())
+    else:
+        bs = boot_services()
+        for slot, op in list(_pending.items()):
+            if bs.CheckEvent(_events[slot]) == efi.EFI_SUCCESS:
+                _ready.append(slot)
+    while _ready:
+        slot = _ready.popleft()
+        stats["notifications"] += 1
+        op = _pending.get(slot)
+        if op is None or op.completion.Status == SENTINEL:
+            stats["stale"] += 1
+            continue
+        done.append(op)
+    # One completion can be found twice (notified and rescanned); finish each once, in the
+    # order the tokens were submitted.
+    finished = 0
+    for op in sorted(set(done), key=lambda o: o.seq):
+        if not op.done:
+            _finish(op)
+            finished += 1
+    return finished
+
+
+def wait_until(predicate, deadline, poll=None):
+    """Wait for ``predicate()`` to hold, driving the firmware, until ``deadline``.
+
+    ``deadline`` is an absolute ``clock()`` value, or None to wait forever. ``poll`` is called
+    on every round: EDK2 moves received frames only when polled or on its 10 ms timer, so a
+    wait that does not Poll is slow (facts section 3.4). Returns whether the predicate held.
+    """
+    idle = 0
+    while True:
+        if process():
+            idle = 0
+        if predicate():
+            return True
+        if deadline is not None and clock() >= deadline:
+            return False
+        if poll is not None:
+            poll()
+        idle += 1
+        if idle > IDLE_SPINS:
+            boot_services().Stall(IDLE_STALL_US)
+
+
+def outstanding(owner=None):
+    # type: (object) -> int
+    """How many tokens are with the firmware (for ``owner`` only, if given)."""
+    if owner is None:
+        return len(_pending)
+    return sum(1 for op in _pending.values() if op.owner is owner)
+
+
+def abandon(owner):
+    # type: (object) -> int
+    """Release ``owner``'s tokens after its child was destroyed: EFI has let go of them."""
+    gone = [op for op in _pending.values() if op.owner is owner]
+    for op in gone:
+        check(op)
+        if not op.done:
+            unsubmit(op)
+    return len(gone)
+
+
+def reset(wanted_mode=None):
+    """Forget every event and token, then choose ``wanted_mode`` (None: the best available).
+
+    Only for when the firmware itself was reset (the simulator reboots between tests) or
+    nothing is outstanding: the old events are gone, so nothing may refer to them.
+    """
+    if _state["mode"] == "efi-hook":
+        import _efi
+        _efi._set_event_callback(_state["chain"])
+    _pending.clear()
+    del _events[:]
+    _by_event.clear()
+    del _idle[:]
+    _ready.clear()
+    _state.update(mode=None, trampoline=None, chain=None, last_rescan=0.0)
+    _choose_mode(wanted_mode or os.environ.get("BITSNET_EVENT_MODE") or None)
+
+
+def shutdown():
+    # type: () -> int
+    """Close every pooled event that no token uses; returns how many tokens are still out."""
+    process()
+    while _idle:
+        _close_slot(_idle.pop())
+    return len(_pending)

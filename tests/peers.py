@@ -1,0 +1,122 @@
+"""Real peers on the host's loopback for the simulated firmware to talk to.
+
+Each peer runs in a daemon thread of the test process, on 127.0.0.1 and an ephemeral port,
+and is a context manager that stops it. They use the host's own sockets (imported before any
+test could install bitsnet), so they are what a real network peer would be.
+"""
+
+from __future__ import print_function
+
+import hashlib
+import os
+import socket
+import threading
+
+try:
+    import socketserver
+    from http.server import HTTPServer, SimpleHTTPRequestHandler
+except ImportError:  # Python 2.7
+    import SocketServer as socketserver  # type: ignore
+    from BaseHTTPServer import HTTPServer  # type: ignore
+    from SimpleHTTPServer import SimpleHTTPRequestHandler  # type: ignore
+
+HOST = "127.0.0.1"
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    """Serves files from the server's ``root``; echoes POST bodies back; logs nothing."""
+
+    def translate_path(self, path):
+        return os.path.join(self.server.root, path.split("?", 1)[0].lstrip("/"))
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class _ThreadingHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class HttpPeer(object):
+    """A threaded HTTP server serving ``files`` ({name: bytes}) from a temporary directory."""
+
+    def __init__(self, tmpdir, files):
+        self.root = str(tmpdir)
+        for name, data in files.items():
+            with open(os.path.join(self.root, name), "wb") as f:
+                f.write(data)
+        self.server = _ThreadingHTTPServer((HOST, 0), _Quiet)
+        self.server.root = self.root
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.daemon = True
+
+    def url(self, name=""):
+        return "http://%s:%d/%s" % (HOST, self.port, name)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _EchoHandler(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            data = self.request.recv(65536)
+            if not data:
+                return
+            self.request.sendall(data)
+
+
+class _ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class EchoPeer(object):
+    """A threaded TCP echo server: echoes until the client closes, then closes (FIN)."""
+
+    def __init__(self):
+        self.server = _ThreadingTCPServer((HOST, 0), _EchoHandler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.daemon = True
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_port():
+    """A loopback port with no listener (connecting to it is refused with a RST)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((HOST, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def pattern(size, seed=0):
+    """Deterministic, non-repeating-looking test data of ``size`` bytes."""
+    out = bytearray()
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(("%d:%d" % (seed, counter)).encode("ascii")).digest()
+        counter += 1
+    return bytes(out[:size])
