@@ -10,7 +10,8 @@ Contents
   IP4, MNP, SNP    EFI_IP4_CONFIG_DATA, EFI_IP4_MODE_DATA, EFI_IP4_ROUTE_TABLE, ... (GetModeData)
   TCP4             EFI_TCP4_CONFIG_DATA ... EFI_TCP4_PROTOCOL; Tcp4State* values
   IP4 Config2      EFI_IP4_CONFIG2_INTERFACE_INFO ... EFI_IP4_CONFIG2_PROTOCOL; data types, policies
-  fragment tables  tcp4_receive_data(n), tcp4_transmit_data(n), fragment_table(address, n)
+  UDP4, DNS4       EFI_UDP4_CONFIG_DATA ... EFI_UDP4_PROTOCOL; EFI_DNS4_CONFIG_DATA ... EFI_DNS4_PROTOCOL
+  fragment tables  tcp4_receive_data(n), tcp4_transmit_data(n), udp4_*_data(n), fragment_table(address, n)
 
 Layout rules that matter (efi-network-facts.md section 1.2): IPv4/IPv6 addresses are byte
 arrays with alignment 1 -- that is what puts EFI_TCP4_ACCESS_POINT.StationPort at offset 10 --
@@ -441,6 +442,214 @@ EFI_IP4_CONFIG2_PROTOCOL._fields_ = [
 ]
 
 
+# --- EFI_UDP4_PROTOCOL (UEFI spec 28.3; Protocol/Udp4.h) -------------------------------------
+class EFI_UDP4_CONFIG_DATA(Structure):
+    _fields_ = [
+        ("AcceptBroadcast", BOOLEAN),
+        ("AcceptPromiscuous", BOOLEAN),
+        ("AcceptAnyPort", BOOLEAN),
+        ("AllowDuplicatePort", BOOLEAN),
+        ("TypeOfService", UINT8),
+        ("TimeToLive", UINT8),
+        ("DoNotFragment", BOOLEAN),
+        ("ReceiveTimeout", UINT32),  # microseconds a queued datagram is kept; 0 = forever
+        ("TransmitTimeout", UINT32),  # stored, not enforced by EDK2
+        ("UseDefaultAddress", BOOLEAN),
+        ("StationAddress", EFI_IPv4_ADDRESS),
+        ("SubnetMask", EFI_IPv4_ADDRESS),
+        ("StationPort", UINT16),  # host byte order
+        ("RemoteAddress", EFI_IPv4_ADDRESS),
+        ("RemotePort", UINT16),
+    ]
+
+
+class EFI_UDP4_SESSION_DATA(Structure):
+    _fields_ = [
+        ("SourceAddress", EFI_IPv4_ADDRESS),
+        ("SourcePort", UINT16),
+        ("DestinationAddress", EFI_IPv4_ADDRESS),
+        ("DestinationPort", UINT16),
+    ]
+
+
+class EFI_UDP4_FRAGMENT_DATA(Structure):
+    _fields_ = [("FragmentLength", UINT32), ("FragmentBuffer", c_void_p)]
+
+
+class EFI_UDP4_TRANSMIT_DATA(Structure):
+    _fields_ = [
+        ("UdpSessionData", POINTER(EFI_UDP4_SESSION_DATA)),  # NULL: the configured remote
+        ("GatewayAddress", POINTER(EFI_IPv4_ADDRESS)),
+        ("DataLength", UINT32),
+        ("FragmentCount", UINT32),
+        ("FragmentTable", EFI_UDP4_FRAGMENT_DATA * 1),
+    ]
+
+
+class EFI_TIME(Structure):
+    _fields_ = [
+        ("Year", UINT16),
+        ("Month", UINT8),
+        ("Day", UINT8),
+        ("Hour", UINT8),
+        ("Minute", UINT8),
+        ("Second", UINT8),
+        ("Pad1", UINT8),
+        ("Nanosecond", UINT32),
+        ("TimeZone", ctypes.c_int16),
+        ("Daylight", UINT8),
+        ("Pad2", UINT8),
+    ]
+
+
+class EFI_UDP4_RECEIVE_DATA(Structure):
+    # Owned by the driver: copy the payload out, then SignalEvent(RecycleSignal) (facts 4.2).
+    _fields_ = [
+        ("TimeStamp", EFI_TIME),
+        ("RecycleSignal", EFI_EVENT),
+        ("UdpSession", EFI_UDP4_SESSION_DATA),
+        ("DataLength", UINT32),
+        ("FragmentCount", UINT32),
+        ("FragmentTable", EFI_UDP4_FRAGMENT_DATA * 1),
+    ]
+
+
+class EFI_UDP4_PACKET(Union):
+    _fields_ = [("RxData", POINTER(EFI_UDP4_RECEIVE_DATA)), ("TxData", POINTER(EFI_UDP4_TRANSMIT_DATA))]
+
+
+class EFI_UDP4_COMPLETION_TOKEN(Structure):
+    _fields_ = [("Event", EFI_EVENT), ("Status", EFI_STATUS), ("Packet", EFI_UDP4_PACKET)]
+
+
+class EFI_UDP4_PROTOCOL(efi.Protocol):
+    guid = EFI_UDP4_PROTOCOL_GUID
+
+
+_UDP4 = POINTER(EFI_UDP4_PROTOCOL)
+EFI_UDP4_PROTOCOL._fields_ = [
+    # GetModeData(This, Udp4ConfigData, Ip4ModeData, MnpConfigData, SnpModeData)
+    ("GetModeData", efi.FUNC(_UDP4, POINTER(EFI_UDP4_CONFIG_DATA), POINTER(EFI_IP4_MODE_DATA),
+                             POINTER(EFI_MANAGED_NETWORK_CONFIG_DATA), POINTER(EFI_SIMPLE_NETWORK_MODE))),
+    # Configure(This, UdpConfigData): NULL resets; reconfiguring the port or peer is EFI_ALREADY_STARTED
+    ("Configure", efi.FUNC(_UDP4, POINTER(EFI_UDP4_CONFIG_DATA))),
+    # Groups(This, JoinFlag, MulticastAddress)
+    ("Groups", efi.FUNC(_UDP4, BOOLEAN, POINTER(EFI_IPv4_ADDRESS))),
+    # Routes(This, DeleteRoute, SubnetAddress, SubnetMask, GatewayAddress)
+    ("Routes", efi.FUNC(_UDP4, BOOLEAN, POINTER(EFI_IPv4_ADDRESS), POINTER(EFI_IPv4_ADDRESS),
+                        POINTER(EFI_IPv4_ADDRESS))),
+    # Transmit(This, Token): zero-copy; no route is EFI_NOT_FOUND at once
+    ("Transmit", efi.FUNC(_UDP4, POINTER(EFI_UDP4_COMPLETION_TOKEN))),
+    # Receive(This, Token): Packet.RxData is set by the driver on completion
+    ("Receive", efi.FUNC(_UDP4, POINTER(EFI_UDP4_COMPLETION_TOKEN))),
+    # Cancel(This, Token): NULL cancels every pending token
+    ("Cancel", efi.FUNC(_UDP4, POINTER(EFI_UDP4_COMPLETION_TOKEN))),
+    # Poll(This)
+    ("Poll", efi.FUNC(_UDP4)),
+]
+
+
+# --- EFI_DNS4_PROTOCOL (UEFI spec 29.2; Protocol/Dns4.h) ------------------------------------
+class EFI_DNS4_CONFIG_DATA(Structure):
+    _fields_ = [
+        ("DnsServerListCount", UINTN),
+        ("DnsServerList", POINTER(EFI_IPv4_ADDRESS)),  # EDK2 uses only the first (facts 6.2)
+        ("UseDefaultSetting", BOOLEAN),
+        ("EnableDnsCache", BOOLEAN),
+        ("Protocol", UINT8),  # must be 17 (UDP)
+        ("StationIp", EFI_IPv4_ADDRESS),
+        ("SubnetMask", EFI_IPv4_ADDRESS),
+        ("LocalPort", UINT16),
+        ("RetryCount", UINT32),
+        ("RetryInterval", UINT32),  # seconds
+    ]
+
+
+class EFI_DNS4_CACHE_ENTRY(Structure):
+    _fields_ = [
+        ("HostName", POINTER(UINT16)),  # CHAR16 string
+        ("IpAddress", POINTER(EFI_IPv4_ADDRESS)),
+        ("Timeout", UINT32),
+    ]
+
+
+class EFI_DNS4_MODE_DATA(Structure):
+    _fields_ = [
+        ("DnsConfigData", EFI_DNS4_CONFIG_DATA),
+        ("DnsServerCount", UINT32),
+        ("DnsServerList", POINTER(EFI_IPv4_ADDRESS)),
+        ("DnsCacheCount", UINT32),
+        ("DnsCacheList", POINTER(EFI_DNS4_CACHE_ENTRY)),
+    ]
+
+
+class DNS_HOST_TO_ADDR_DATA(Structure):
+    # Allocated by the driver: the caller FreePools IpList and then this structure (facts 6.2).
+    _fields_ = [("IpCount", UINT32), ("IpList", POINTER(EFI_IPv4_ADDRESS))]
+
+
+class DNS_ADDR_TO_HOST_DATA(Structure):
+    _fields_ = [("HostName", POINTER(UINT16))]
+
+
+class DNS_RESOURCE_RECORD(Structure):
+    _fields_ = [
+        ("QName", ctypes.c_char_p),
+        ("QType", UINT16),
+        ("QClass", UINT16),
+        ("TTL", UINT32),
+        ("DataLength", UINT16),
+        ("RData", ctypes.c_char_p),
+    ]
+
+
+class DNS_GENERAL_LOOKUP_DATA(Structure):
+    _fields_ = [("RRCount", UINTN), ("RRList", POINTER(DNS_RESOURCE_RECORD))]
+
+
+class EFI_DNS4_RSP_DATA(Union):
+    _fields_ = [
+        ("H2AData", POINTER(DNS_HOST_TO_ADDR_DATA)),
+        ("A2HData", POINTER(DNS_ADDR_TO_HOST_DATA)),
+        ("GLookupData", POINTER(DNS_GENERAL_LOOKUP_DATA)),
+    ]
+
+
+class EFI_DNS4_COMPLETION_TOKEN(Structure):
+    _fields_ = [
+        ("Event", EFI_EVENT),
+        ("Status", EFI_STATUS),
+        ("RetryCount", UINT32),
+        ("RetryInterval", UINT32),
+        ("RspData", EFI_DNS4_RSP_DATA),
+    ]
+
+
+class EFI_DNS4_PROTOCOL(efi.Protocol):
+    guid = EFI_DNS4_PROTOCOL_GUID
+
+
+_DNS4 = POINTER(EFI_DNS4_PROTOCOL)
+EFI_DNS4_PROTOCOL._fields_ = [
+    # GetModeData(This, DnsModeData)
+    ("GetModeData", efi.FUNC(_DNS4, POINTER(EFI_DNS4_MODE_DATA))),
+    # Configure(This, DnsConfigData): NULL resets; an empty server list makes EDK2 run its own DHCP
+    ("Configure", efi.FUNC(_DNS4, POINTER(EFI_DNS4_CONFIG_DATA))),
+    # HostNameToIp(This, HostName (CHAR16 string), Token)
+    ("HostNameToIp", efi.FUNC(_DNS4, POINTER(UINT16), POINTER(EFI_DNS4_COMPLETION_TOKEN))),
+    # IpToHostName(This, IpAddress (by value: 4 bytes travel as one integer), Token)
+    ("IpToHostName", efi.FUNC(_DNS4, EFI_IPv4_ADDRESS, POINTER(EFI_DNS4_COMPLETION_TOKEN))),
+    # GeneralLookUp(This, QName, QType, QClass, Token)
+    ("GeneralLookUp", efi.FUNC(_DNS4, ctypes.c_char_p, UINT16, UINT16, POINTER(EFI_DNS4_COMPLETION_TOKEN))),
+    # UpdateDnsCache(This, DeleteFlag, Override, DnsCacheEntry (by value))
+    ("UpdateDnsCache", efi.FUNC(_DNS4, BOOLEAN, BOOLEAN, EFI_DNS4_CACHE_ENTRY)),
+    # Poll(This)
+    ("Poll", efi.FUNC(_DNS4)),
+    # Cancel(This, Token)
+    ("Cancel", efi.FUNC(_DNS4, POINTER(EFI_DNS4_COMPLETION_TOKEN))),
+]
+
+
 # --- Fragment tables of any length -----------------------------------------------------------
 _variants = {}  # type: dict
 
@@ -450,7 +659,8 @@ def _with_fragments(base, count):
     cls = _variants.get(key)
     if cls is None:
         fields = [f for f in base._fields_ if f[0] != "FragmentTable"]
-        fields.append(("FragmentTable", EFI_TCP4_FRAGMENT_DATA * count))
+        fragment = dict(base._fields_)["FragmentTable"]._type_  # the spec's one-element array
+        fields.append(("FragmentTable", fragment * count))
         cls = type("%s_%d" % (base.__name__, count), (Structure,), {"_fields_": fields})
         _variants[key] = cls
     return cls
@@ -464,6 +674,16 @@ def tcp4_receive_data(count):
 def tcp4_transmit_data(count):
     """EFI_TCP4_TRANSMIT_DATA with a FragmentTable of ``count`` entries."""
     return _with_fragments(EFI_TCP4_TRANSMIT_DATA, count)
+
+
+def udp4_transmit_data(count):
+    """EFI_UDP4_TRANSMIT_DATA with a FragmentTable of ``count`` entries."""
+    return _with_fragments(EFI_UDP4_TRANSMIT_DATA, count)
+
+
+def udp4_receive_data(count):
+    """EFI_UDP4_RECEIVE_DATA with a FragmentTable of ``count`` entries (to read the driver's)."""
+    return _with_fragments(EFI_UDP4_RECEIVE_DATA, count)
 
 
 def fragment_table(address, count):

@@ -110,3 +110,48 @@ def test_every_guid_is_named_and_protocols_carry_theirs():
     # facts section 2.5 spells the byte form out for the TCP4 service binding
     assert d.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID.bytes_le[8:] == bytearray(
         [0xBA, 0xF7, 0xD3, 0xC3, 0x3A, 0x1C, 0x7C, 0xC9])
+
+
+UDP_DNS_LAYOUT = [
+    (d.EFI_UDP4_CONFIG_DATA, 36, {"AcceptBroadcast": 0, "AcceptPromiscuous": 1, "AcceptAnyPort": 2,
+                                  "AllowDuplicatePort": 3, "TypeOfService": 4, "TimeToLive": 5, "DoNotFragment": 6,
+                                  "ReceiveTimeout": 8, "TransmitTimeout": 12, "UseDefaultAddress": 16,
+                                  "StationAddress": 17, "SubnetMask": 21, "StationPort": 26, "RemoteAddress": 28,
+                                  "RemotePort": 32}),
+    (d.EFI_UDP4_SESSION_DATA, 12, {"SourceAddress": 0, "SourcePort": 4, "DestinationAddress": 6,
+                                   "DestinationPort": 10}),
+    (d.EFI_UDP4_FRAGMENT_DATA, 16, {"FragmentLength": 0, "FragmentBuffer": 8}),
+    (d.EFI_UDP4_TRANSMIT_DATA, 40, {"UdpSessionData": 0, "GatewayAddress": 8, "DataLength": 16,
+                                    "FragmentCount": 20, "FragmentTable": 24}),
+    (d.EFI_TIME, 16, {"Year": 0, "Month": 2, "Day": 3, "Hour": 4, "Minute": 5, "Second": 6, "Pad1": 7,
+                      "Nanosecond": 8, "TimeZone": 12, "Daylight": 14, "Pad2": 15}),
+    (d.EFI_UDP4_RECEIVE_DATA, 64, {"TimeStamp": 0, "RecycleSignal": 16, "UdpSession": 24, "DataLength": 36,
+                                   "FragmentCount": 40, "FragmentTable": 48}),
+    (d.EFI_UDP4_COMPLETION_TOKEN, 24, {"Event": 0, "Status": 8, "Packet": 16}),
+    (d.EFI_UDP4_PROTOCOL, 64, {"GetModeData": 0, "Configure": 8, "Groups": 16, "Routes": 24, "Transmit": 32,
+                               "Receive": 40, "Cancel": 48, "Poll": 56}),
+    (d.EFI_DNS4_CONFIG_DATA, 40, {"DnsServerListCount": 0, "DnsServerList": 8, "UseDefaultSetting": 16,
+                                  "EnableDnsCache": 17, "Protocol": 18, "StationIp": 19, "SubnetMask": 23,
+                                  "LocalPort": 28, "RetryCount": 32, "RetryInterval": 36}),
+    (d.EFI_DNS4_CACHE_ENTRY, 24, {"HostName": 0, "IpAddress": 8, "Timeout": 16}),
+    (d.EFI_DNS4_MODE_DATA, 72, {"DnsConfigData": 0, "DnsServerCount": 40, "DnsServerList": 48,
+                                "DnsCacheCount": 56, "DnsCacheList": 64}),
+    (d.DNS_HOST_TO_ADDR_DATA, 16, {"IpCount": 0, "IpList": 8}),
+    (d.EFI_DNS4_COMPLETION_TOKEN, 32, {"Event": 0, "Status": 8, "RetryCount": 16, "RetryInterval": 20,
+                                       "RspData": 24}),
+    (d.EFI_DNS4_PROTOCOL, 64, {"GetModeData": 0, "Configure": 8, "HostNameToIp": 16, "IpToHostName": 24,
+                               "GeneralLookUp": 32, "UpdateDnsCache": 40, "Poll": 48, "Cancel": 56}),
+]
+
+
+@pytest.mark.parametrize("cls,size,offsets", UDP_DNS_LAYOUT, ids=[row[0].__name__ for row in UDP_DNS_LAYOUT])
+def test_udp4_and_dns4_match_edk2_x64(cls, size, offsets):
+    assert ctypes.sizeof(cls) == size
+    for field, offset in offsets.items():
+        assert getattr(cls, field).offset == offset, field
+
+
+def test_udp4_fragment_variants_use_udp_fragments():
+    variant = d.udp4_receive_data(4)
+    assert variant.FragmentTable.offset == 48 and ctypes.sizeof(variant) == 48 + 16 * 4
+    assert d.udp4_transmit_data(2).FragmentTable.offset == 24
