@@ -15,6 +15,8 @@ Two firmware profiles (``--firmware``):
 
 from __future__ import print_function
 
+import os
+
 from efisim import uefi
 from efisim.firmware import FIRMWARE
 from efisim.nic import Nic
@@ -37,12 +39,36 @@ class MachineConfig(object):
         self.seed = 0
         self.timer = True  # False: the firmware timer tick is stopped (issue 11)
         self.nic_connected = True  # False: only SNP until ConnectController (facts 2.4)
+        self.faults = ""  # fault spec for faults.Faults.configure: "delay=0.5,tx_fail=2,no_dhcp"
         for name, value in options.items():
             if not hasattr(self, name):
                 raise TypeError("unknown machine option %r" % name)
             setattr(self, name, value)
         if self.firmware not in PROFILES:
             raise ValueError("firmware profile must be one of %s" % ", ".join(PROFILES))
+        self._check_loopback()
+        _make_faults(self)  # a bad fault spec fails here, before anything boots
+
+    def _check_loopback(self):
+        """The host's loopback is the wire: every address the machine uses must be in 127.0.0.0/8."""
+        address, _, prefix = str(self.address).partition("/")
+        if prefix and not (prefix.isdigit() and 0 < int(prefix) < 32):
+            raise ValueError("address %r: prefix length must be 1..31" % self.address)
+        checks = [("address", address)]
+        if self.gateway:
+            checks.append(("gateway", self.gateway))
+        for server in self.dns_servers:
+            host, _, port = str(server).partition(":")
+            if port and not (port.isdigit() and 0 < int(port) < 65536):
+                raise ValueError("dns server %r: bad port" % server)
+            checks.append(("dns server", host))
+        for what, text in checks:
+            parts = str(text).split(".")
+            if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
+                raise ValueError("%s %r is not an IPv4 address" % (what, text))
+            if parts[0] != "127":
+                raise ValueError("%s %s is not in 127.0.0.0/8: the simulated NIC is on loopback only"
+                                 % (what, text))
 
     @property
     def old_stack(self):
@@ -57,6 +83,7 @@ class Machine(object):
         self.firmware = FIRMWARE
         self.nic = Nic(FIRMWARE)
         self.drivers = {}  # type: dict
+        self.faults = _make_faults(config)
         FIRMWARE.ledger_sources.append(self._driver_ledger)
         FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_SIMPLE_NETWORK_PROTOCOL_GUID,
                                   FIRMWARE.allocate_static(656))
@@ -73,16 +100,14 @@ class Machine(object):
 
     def connect_drivers(self):
         """What ConnectController(NIC, recursive) does in EDK2: start the network drivers."""
-        from efisim import ip4config2, tcp4
+        from efisim import ip4config2
         self.drivers["ip4config2"] = ip4config2.install(self)
-        self.drivers["tcp4"] = tcp4.install(self)
-        for name in ("udp4", "dns4"):
+        for name in ("tcp4", "udp4", "dns4"):
             if name == "dns4" and not self.config.dns4:
                 continue
-            try:
-                module = __import__("efisim." + name, fromlist=["install"])
-            except ImportError:
-                continue  # driver not written yet
+            if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")):
+                continue  # driver not written yet (an ImportError inside a driver still propagates)
+            module = __import__("efisim." + name, fromlist=["install"])
             self.drivers[name] = module.install(self)
 
     def _driver_ledger(self):
@@ -98,6 +123,18 @@ class Machine(object):
         self.drivers.clear()
         self.nic.close()
         FIRMWARE.stop_timer()
+
+
+def _make_faults(config):
+    """``faults.Faults(config.seed)`` configured from ``config.faults`` (None without faults.py);
+    ValueError for a bad spec."""
+    try:
+        from efisim import faults
+    except ImportError:
+        if config.faults:
+            raise ValueError("fault injection is not available (tools/efisim/faults.py missing)")
+        return None
+    return faults.Faults(config.seed).configure(config.faults)
 
 
 _current = [None]  # type: list

@@ -1,0 +1,280 @@
+#!/usr/bin/env python
+"""Run a Python script, module or command "at the BITS boot prompt" of a simulated machine.
+
+    python tools/efirun.py [OPTIONS] (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+
+What the code sees is what it would see in BITS: ``import efi`` gives the stand-in of BITS's
+``efi`` module (``tools/efisim/boot_python`` plays ``/boot/python``, first on ``sys.path``),
+``efi.system_table`` is the simulated firmware's, and a NIC with EDK2's network drivers is
+there to be used. Order of events:
+
+1. ``sys.path`` gets ``tools/efisim/boot_python``, the repository root (for ``bitsnet``) and
+   ``tools`` (for ``efisim``) in front; ``sys.argv`` is set as Python itself would set it.
+2. The machine boots (``efisim.machine.boot``) with the options below.
+3. ``efisim.trampoline_build.ensure_trampoline()`` compiles/loads ``_bitsnet_trampoline``
+   (unless ``--no-trampoline``), so bitsnet picks the trampoline mode, as in a BITS build
+   that has it compiled in.
+4. ``bitsnet.install()`` puts bitsnet's ``_socket``/``select`` in place (unless
+   ``--no-install``), as BITS's startup would.
+5. The code runs as ``__main__`` (``runpy``); ``SystemExit`` is honoured and the exit code is
+   the script's (an uncaught exception prints its traceback and exits 1).
+6. bitsnet's own cleanup runs if bitsnet was used (graceful closes finish, pooled events are
+   closed), the ledger is printed with ``--ledger``, and the machine shuts down.
+
+``sys.platform`` is deliberately NOT faked: it stays the host's (``linux``), while in BITS it
+is ``"BITS-EFI"``. Faking it would send the standard library down code paths for a platform it
+does not know; code that must tell BITS from the host should test for the ``efi`` module.
+"""
+
+from __future__ import print_function
+
+import argparse
+import os
+import sys
+import traceback
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BOOT_PYTHON = os.path.join(HERE, "efisim", "boot_python")
+CLEANUP_TIMEOUT = 10.0  # seconds for bitsnet's background graceful closes (TIME_WAIT is 2 s, facts 3.3)
+
+EPILOG = """\
+The machine: one NIC (eth0) with IP4 Config2 (policy Static, no address, until DHCP is
+started), TCP4, and UDP4/DNS4 when those drivers exist. DHCP hands out --address with
+--gateway as router and --dns-server as DNS option. All traffic is on the host loopback.
+
+sys.platform is NOT faked (it stays the host's; BITS says "BITS-EFI"): test for the efi
+module instead.
+
+Exit status: the script's own (SystemExit honoured); 1 for an uncaught exception; 2 for a
+usage error.
+"""
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="efirun.py",
+        usage="%(prog)s [OPTIONS] (SCRIPT | -m MODULE | -c CODE) [ARGS...]",
+        description="Run Python code at the BITS boot prompt of a simulated UEFI machine.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    what = parser.add_argument_group("what to run (the first of these ends the options)")
+    what.add_argument("-m", dest="module", metavar="MODULE", help="run library module MODULE as a script")
+    what.add_argument("-c", dest="code", metavar="CODE", help="run the program passed in as a string")
+    what.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
+                      help="the script file and its arguments")
+    net = parser.add_argument_group("the machine")
+    net.add_argument("--address", metavar="A.B.C.D/N", default="127.0.0.2/8",
+                     help="address DHCP hands out, or the static address (loopback only; default %(default)s)")
+    net.add_argument("--gateway", metavar="A.B.C.D", default="127.0.0.1", help="router (default %(default)s)")
+    net.add_argument("--static", action="store_true",
+                     help="address preconfigured at boot (policy Static + ManualAddress + Gateway + DnsServer)")
+    net.add_argument("--dhcp-delay", type=float, metavar="SECONDS", default=None,
+                     help="seconds from DHCP start to lease (default 0.3; OVMF on QEMU takes about 4)")
+    net.add_argument("--no-dhcp", action="store_true",
+                     help="the DHCP server never answers (EDK2 gives up after about 60 s, configures nothing)")
+    net.add_argument("--dns-server", action="append", metavar="HOST:PORT", default=[],
+                     help="DNS server handed out by DHCP (repeatable); DHCP carries the host, PORT is where "
+                          "the simulated server really listens")
+    net.add_argument("--no-dns4", action="store_true",
+                     help="no EFI_DNS4_PROTOCOL (as on most vendor firmware and default OVMF)")
+    net.add_argument("--firmware", default="edk2", metavar="PROFILE",
+                     help="edk2 (current NetworkPkg, default) or edk2-2015 (the stack BITS was tested on)")
+    net.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the fault injector")
+    net.add_argument("--nic-disconnected", action="store_true",
+                     help="NIC not connected: only SNP until ConnectController (facts 2.4)")
+    net.add_argument("--timer-stopped", action="store_true",
+                     help="the firmware timer tick is stopped: no background processing, no DHCP")
+    net.add_argument("--faults", default="", metavar="SPEC",
+                     help="fault injection, e.g. delay=0.1,tx_fail=2,rx_piece=100,reset_after=5000,no_dhcp")
+    run = parser.add_argument_group("the run")
+    run.add_argument("--no-trampoline", action="store_true",
+                     help="do not build/load _bitsnet_trampoline (bitsnet then uses the _efi hook)")
+    run.add_argument("--no-install", action="store_true", help="do not call bitsnet.install()")
+    run.add_argument("--ledger", action="store_true",
+                     help="at exit print the firmware ledger to stderr as one line: "
+                          "'efirun ledger: events=0 pool=0 ...'")
+    return parser
+
+
+# Options that take a value: the splitter below must skip their value.
+_VALUE_OPTIONS = ("--address", "--gateway", "--dhcp-delay", "--dns-server", "--firmware", "--seed", "--faults")
+
+
+def split_command_line(args):
+    """Split ``args`` into (efirun options, program args) as Python's own command line does.
+
+    Option parsing stops at the script name or at ``-m MODULE`` / ``-c CODE``: everything after
+    belongs to the program, even if it looks like an option of ours.
+    """
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return args[:i], args[i + 1:]
+        if arg in ("-m", "-c"):
+            return args[:i + 2], args[i + 2:]
+        if arg[:2] in ("-m", "-c") and not arg.startswith("--"):
+            return args[:i] + [arg[:2], arg[2:]], args[i + 1:]
+        if not arg.startswith("-") or arg == "-":
+            return args[:i], args[i:]
+        if "=" not in arg and len(arg) > 2 and [o for o in _VALUE_OPTIONS if o.startswith(arg)]:
+            i += 2  # a value option, perhaps abbreviated as argparse allows: skip its value
+            continue
+        i += 1
+    return args, []
+
+
+def machine_options(opts):
+    options = dict(address=opts.address, gateway=opts.gateway, static=opts.static, dhcp=not opts.no_dhcp,
+                   dns_servers=list(opts.dns_server), dns4=not opts.no_dns4, firmware=opts.firmware,
+                   seed=opts.seed, timer=not opts.timer_stopped, nic_connected=not opts.nic_disconnected)
+    if opts.dhcp_delay is not None:
+        options["dhcp_delay"] = opts.dhcp_delay
+    if opts.faults:
+        options["faults"] = opts.faults
+    return options
+
+
+def set_import_path(first):
+    """BITS's /boot/python first (here boot_python), then the tree, then ``first`` (script dir)."""
+    for path in (ROOT, HERE, BOOT_PYTHON):
+        while path in sys.path:
+            sys.path.remove(path)
+    sys.path[:0] = [BOOT_PYTHON, ROOT, HERE]
+    # Python puts the script's directory (or '' for -m/-c) first; so do we, after BITS's path.
+    sys.path.insert(1, first)
+
+
+def prepare_runtime(opts):
+    """Steps 3 and 4 of the module docstring: the trampoline, then bitsnet.install()."""
+    if not opts.no_trampoline:
+        try:
+            from efisim import trampoline_build
+        except ImportError as exc:
+            print("efirun: warning: no trampoline builder (%s); bitsnet will use the _efi hook" % exc,
+                  file=sys.stderr)
+        else:
+            try:
+                trampoline_build.ensure_trampoline()
+            except RuntimeError as exc:
+                print("efirun: warning: %s; bitsnet will use the _efi hook" % exc, file=sys.stderr)
+    if not opts.no_install:
+        try:
+            import bitsnet
+        except ImportError:
+            return
+        if hasattr(bitsnet, "install"):
+            bitsnet.install()
+
+
+def run_program(opts, program_args):
+    """Run the code as ``__main__``; return the exit status."""
+    import runpy
+    try:
+        if opts.code is not None:
+            sys.argv[:] = ["-c"] + program_args
+            main = types.ModuleType("__main__")
+            main.__dict__["__builtins__"] = __builtins__
+            saved = sys.modules.get("__main__")
+            sys.modules["__main__"] = main
+            try:
+                exec(compile(opts.code, "<string>", "exec"), main.__dict__)
+            finally:
+                if saved is not None:
+                    sys.modules["__main__"] = saved
+        elif opts.module is not None:
+            sys.argv[:] = [opts.module] + program_args
+            runpy.run_module(opts.module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv[:] = program_args
+            runpy.run_path(program_args[0], run_name="__main__")
+    except SystemExit as exc:
+        return exit_status(exc.code)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return 130
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def exit_status(code):
+    """What the interpreter would exit with for ``sys.exit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def cleanup_bitsnet():
+    """What bitsnet does at interpreter exit: let graceful closes finish, close pooled events.
+
+    Only if the program used bitsnet; failures here are reported, not raised.
+    """
+    tcp = sys.modules.get("bitsnet.tcp")
+    events = sys.modules.get("bitsnet.events")
+    try:
+        if tcp is not None and hasattr(tcp, "close_all"):
+            tcp.close_all(CLEANUP_TIMEOUT)
+        if events is not None and hasattr(events, "shutdown"):
+            events.shutdown()
+    except Exception:
+        print("efirun: bitsnet cleanup failed:", file=sys.stderr)
+        traceback.print_exc()
+
+
+def ledger_line(firmware):
+    counts = firmware.ledger()
+    names = ["events", "pool"] + sorted(k for k in counts if k not in ("events", "pool"))
+    parts = ["%s=%d" % (name, counts.get(name, 0)) for name in names]
+    parts.append("crashes=%d" % len(firmware.crashes))
+    return "efirun ledger: " + " ".join(parts)
+
+
+def main(args=None):
+    args = list(sys.argv[1:] if args is None else args)
+    parser = build_parser()
+    own, program_args = split_command_line(args)
+    opts = parser.parse_args(own)
+    if opts.argv:  # only reachable when argparse itself saw the script (e.g. after "--")
+        program_args = opts.argv + program_args
+    if opts.code is None and opts.module is None and not program_args:
+        parser.error("nothing to run: give SCRIPT, -m MODULE or -c CODE")
+    if opts.code is not None and opts.module is not None:
+        parser.error("give only one of -m MODULE and -c CODE")
+
+    if opts.code is not None or opts.module is not None:
+        set_import_path("")
+    else:
+        set_import_path(os.path.dirname(os.path.abspath(program_args[0])))
+    from efisim import machine as efimachine
+    try:
+        config = efimachine.MachineConfig(**machine_options(opts))
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
+    booted = efimachine.boot(config)
+    status = 1
+    try:
+        prepare_runtime(opts)
+        status = run_program(opts, program_args)
+        cleanup_bitsnet()
+    finally:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        if booted.firmware.crashes:
+            print("efirun: firmware faults:\n" + "\n".join(booted.firmware.crashes), file=sys.stderr)
+        if opts.ledger:
+            print(ledger_line(booted.firmware), file=sys.stderr)
+        booted.shutdown()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
