@@ -436,7 +436,9 @@ class Firmware(object):
         if event is None or event.is_notify_signal():
             return uefi.EFI_INVALID_PARAMETER
         if not event.signalled and event.type & uefi.EVT_NOTIFY_WAIT and event.notify:
-            event.notify(event.handle, event.context)
+            # EDK2 CoreCheckEvent queues the notify; it runs at the event's TPL, not the caller's.
+            event.queued = True
+            self._dispatch()
         if event.signalled:
             event.signalled = False
             return uefi.EFI_SUCCESS
@@ -479,7 +481,7 @@ class Firmware(object):
 
     @efiapi()
     def _bs_LocateHandle(self, search_type, guid, key, size, buffer):
-        if not size:
+        if not size or (size[0] > 0 and not buffer):  # EDK2 Locate.c: a size without a buffer
             return uefi.EFI_INVALID_PARAMETER
         with self.lock:
             found = self._search(search_type, guid)

@@ -76,6 +76,7 @@ class Nic(object):
         self._sources = {}  # type: dict   # fileno -> source
         self._turn = 0
         self.address_listeners = []  # type: list   # callables(old_address, new_address)
+        self.dns_ports = {}  # type: dict   # DNS server -> host port its queries go to (see ip4config2)
         self.frames = 0
         firmware.add_periodic(MNP_POLL_PERIOD, uefi.TPL_CALLBACK, self.poll_frame, "MnpSystemPoll")
 
