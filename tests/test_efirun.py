@@ -1,0 +1,224 @@
+"""tools/efirun.py: runs code "at the BITS boot prompt" of a simulated machine -- its command
+line, __main__ semantics, exit codes, and that each machine option really changes the machine."""
+
+from __future__ import print_function
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
+SCRIPTS = os.path.join(ROOT, "tests", "scripts")
+BOOT_PYTHON = os.path.join(ROOT, "tools", "efisim", "boot_python")
+RUN_TIMEOUT = 60.0
+
+# Brings DHCP up with raw Ip4Config2 calls (tests/scripts/raw_http_get.py's helpers), waits
+# WAIT seconds, and prints the station address InterfaceInfo shows.
+DHCP_PROBE = textwrap.dedent("""
+    import sys, time
+    import raw_http_get as r
+    nic = r.find_nic()
+    c = r.EFI_IP4_CONFIG2_PROTOCOL.from_handle(nic)
+    if r.interface_info(c)[0] == "0.0.0.0":
+        r.set_policy(c, r.Ip4Config2PolicyDhcp)
+    deadline = time.time() + float(sys.argv[1])
+    while time.time() < deadline and r.interface_info(c)[0] == "0.0.0.0":
+        time.sleep(0.02)
+    print(r.interface_info(c)[0])
+""")
+
+
+def run_efirun(args, timeout=RUN_TIMEOUT, env=None):
+    """(exit status, stdout text, stderr text) of ``python tools/efirun.py ARGS``."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=full_env)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def probe_address(*options, **kw):
+    wait = kw.get("wait", 1.5)
+    status, out, err = run_efirun(list(options) + ["-c", DHCP_PROBE, str(wait)],
+                                  env={"PYTHONPATH": SCRIPTS})
+    assert status == 0, err
+    return out.strip()
+
+
+# ----------------------------------------------------------------------------- command line
+def test_help_lists_every_option():
+    status, out, err = run_efirun(["--help"])
+    assert status == 0
+    for option in ("--address", "--gateway", "--static", "--dhcp-delay", "--no-dhcp", "--dns-server",
+                   "--no-dns4", "--firmware", "--seed", "--nic-disconnected", "--timer-stopped", "--faults",
+                   "--no-install", "--no-trampoline", "--ledger", "-m MODULE", "-c CODE", "SCRIPT"):
+        assert option in out, option
+    assert "sys.platform" in out  # documents that it is not faked
+
+
+def test_nothing_to_run_is_a_usage_error():
+    status, out, err = run_efirun([])
+    assert status == 2 and "nothing to run" in err
+
+
+def test_bad_options_are_usage_errors():
+    for args in (["--firmware", "phoenix", "-c", "pass"], ["--address", "10.0.2.15/24", "-c", "pass"],
+                 ["--faults", "no_such_fault", "-c", "pass"], ["--seed", "x", "-c", "pass"]):
+        status, out, err = run_efirun(args)
+        assert status == 2, args
+
+
+def test_c_mode_argv_and_options_after_code_belong_to_the_program():
+    status, out, err = run_efirun(["-c", "import sys; print(sys.argv); print(__name__)", "a", "--ledger", "-m"])
+    assert status == 0, err
+    assert out.splitlines() == ["['-c', 'a', '--ledger', '-m']", "__main__"]
+    assert "efirun ledger" not in err
+
+
+def test_script_mode_main_argv_and_path(tmpdir):
+    script = tmpdir.join("show.py")
+    script.write(textwrap.dedent("""
+        import os, sys
+        import efi
+        print(__name__)
+        print(sys.argv)
+        print(sys.path[0])
+        print(sys.path[1])
+        print(os.path.dirname(os.path.abspath(efi.__file__)))
+        print(sys.platform)
+    """))
+    status, out, err = run_efirun(["--no-trampoline", str(script), "x", "-c", "y"])
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "__main__"
+    assert lines[1] == repr([str(script), "x", "-c", "y"])
+    assert lines[2] == BOOT_PYTHON  # BITS's /boot/python comes first
+    assert lines[3] == str(tmpdir)  # then the script's directory, as Python sets it
+    assert lines[4] == BOOT_PYTHON  # `import efi` is the stand-in
+    assert lines[5] == sys.platform  # not faked
+
+
+def test_m_mode_runs_a_module_as_main(tmpdir):
+    tmpdir.join("efirun_probe_mod.py").write("import sys\nprint(__name__)\nprint(sys.argv)\n")
+    status, out, err = run_efirun(["-m", "efirun_probe_mod", "p", "q"], env={"PYTHONPATH": str(tmpdir)})
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "__main__"
+    assert lines[1].endswith("efirun_probe_mod.py', 'p', 'q']")
+
+
+def test_double_dash_ends_options(tmpdir):
+    script = tmpdir.join("--odd.py")
+    script.write("print('ran')\n")
+    status, out, err = run_efirun(["--", str(script)])
+    assert (status, out.strip()) == (0, "ran"), err
+
+
+def test_exit_codes():
+    assert run_efirun(["-c", "import sys; sys.exit(7)"])[0] == 7
+    assert run_efirun(["-c", "import sys; sys.exit()"])[0] == 0
+    status, out, err = run_efirun(["-c", "import sys; sys.exit('bye')"])
+    assert status == 1 and "bye" in err
+    status, out, err = run_efirun(["-c", "raise ValueError('boom')"])
+    assert status == 1 and "ValueError: boom" in err and "Traceback" in err
+
+
+def test_ledger_line(tmpdir):
+    status, out, err = run_efirun(["--ledger", "-c", "pass"])
+    assert status == 0
+    line = [x for x in err.splitlines() if x.startswith("efirun ledger: ")]
+    assert line and line[0].startswith("efirun ledger: events=0 pool=0 ") and "crashes=0" in line[0]
+    leak = "import efi, ctypes\nev = efi.EFI_EVENT()\n" \
+           "efi.system_table.BootServices.contents.CreateEvent(0, 0, efi.EFI_EVENT_NOTIFY(), None, ctypes.byref(ev))\n"
+    status, out, err = run_efirun(["--ledger", "-c", leak])
+    assert status == 0 and "efirun ledger: events=1 pool=0" in err, err
+
+
+def test_install_and_trampoline_steps():
+    code = "import sys, socket; print(socket.socket.__module__ == 'socket', '_bitsnet_trampoline' in sys.modules, " \
+           "getattr(sys.modules.get('_socket'), '__name__', None))"
+    status, out, err = run_efirun(["--no-install", "--no-trampoline", "-c", code])
+    assert (status, out.strip()) == (0, "True False _socket"), err
+    status, out, err = run_efirun(["-c", code])
+    assert status == 0, err
+    assert out.strip() == "True True bitsnet._socket", err  # bitsnet.install() ran; trampoline built
+
+
+# ----------------------------------------------------------------------------- machine options
+def test_dhcp_brings_up_the_default_address():
+    assert probe_address("--dhcp-delay", "0.1") == "127.0.0.2"
+
+
+def test_address_option():
+    assert probe_address("--address", "127.0.0.9/16", "--gateway", "127.0.0.1") == "127.0.0.9"
+
+
+def test_no_dhcp_never_finishes():
+    assert probe_address("--no-dhcp", "--dhcp-delay", "0.1", wait=1.0) == "0.0.0.0"
+
+
+def test_no_dhcp_fault_never_finishes():
+    assert probe_address("--faults", "no_dhcp", "--dhcp-delay", "0.1", wait=1.0) == "0.0.0.0"
+
+
+def test_dhcp_delay_is_honoured():
+    assert probe_address("--dhcp-delay", "3", wait=0.5) == "0.0.0.0"
+
+
+def test_timer_stopped_means_no_dhcp():
+    assert probe_address("--timer-stopped", "--dhcp-delay", "0.1", wait=1.0) == "0.0.0.0"
+
+
+def test_static_address_is_there_at_boot():
+    assert probe_address("--static", "--address", "127.0.0.5/8", wait=0) == "127.0.0.5"
+
+
+def test_nic_disconnected_requires_connect_controller():
+    code = textwrap.dedent("""
+        import efi, raw_http_get as r
+        try:
+            efi.locate_handles(r.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID)
+            print("connected")
+        except efi.EFIException as e:
+            print(efi.efi_status_decode[e.args[0]])
+        snp = efi.locate_handles(r.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)
+        print(efi.system_table.BootServices.contents.ConnectController(snp[0], None, None, True))
+        print(list(efi.locate_handles(r.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID)) == [snp[0]])
+    """)
+    status, out, err = run_efirun(["--nic-disconnected", "-c", code], env={"PYTHONPATH": SCRIPTS})
+    assert status == 0, err
+    assert out.split() == ["EFI_NOT_FOUND", "0", "True"]
+    status, out, err = run_efirun(["-c", code], env={"PYTHONPATH": SCRIPTS})
+    assert out.split()[0] == "connected", err
+
+
+def test_options_reach_the_machine_config():
+    # Inspection only: the program peeks at the simulator to see what efirun configured.
+    code = textwrap.dedent("""
+        from efisim import machine
+        m = machine.current()
+        c = m.config
+        print(c.firmware, c.seed, c.dns4, sorted(m.nic.dns_ports.items()), m.faults.rx_piece)
+    """)
+    status, out, err = run_efirun(["--firmware", "edk2-2015", "--seed", "42", "--no-dns4",
+                                   "--dns-server", "127.0.0.1:5353", "--dns-server", "127.0.0.3:53",
+                                   "--faults", "rx_piece=100", "-c", code])
+    assert status == 0, err
+    assert out.strip() == "edk2-2015 42 False [('127.0.0.1', 5353), ('127.0.0.3', 53)] 100"
+
+
+def test_option_value_forms():
+    # "--opt=value" and argparse's abbreviations must not make the splitter take a value for SCRIPT.
+    code = "from efisim import machine; print(machine.current().nic.ip4.address)"
+    for args in (["--address=127.0.0.4/8"], ["--addr", "127.0.0.4/8"], ["--address", "127.0.0.4/8"]):
+        status, out, err = run_efirun(args + ["--static", "-c", code])
+        assert (status, out.strip()) == (0, "127.0.0.4"), (args, err)
