@@ -217,7 +217,7 @@ EFI_MANAGED_NETWORK_PROTOCOL_GUID = uuid.UUID("7ab33a91-ace5-4326-b572-e7ee33d39
 EFI_SIMPLE_NETWORK_PROTOCOL_GUID = uuid.UUID("a19832b9-ac25-11d3-9a2d-0090273fc14d")
 
 NETWORK_GUIDS = dict(
-    (value, name) for name, value in list(globals().items()) if name.endswith("_GUID")
+    (value, name) for name, value in list(globals().items()) if name.endswith("_GUID") and isinstance(value, uuid.UUID)
 )
 
 
