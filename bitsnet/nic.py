@@ -1,0 +1,210 @@
+"""NIC discovery and the bookkeeping of every service-binding child bitsnet makes.
+
+``find()``/``default_nic()``  the NIC handle that carries both EFI_IP4_CONFIG2_PROTOCOL and the
+                              TCP4 service binding (EDK2 installs both on the controller handle,
+                              facts 2.4); if there is none the NIC may not be connected yet, so
+                              ConnectController is tried on every SNP handle first.
+``Nic``                       one such handle: ``create_child``/``destroy_child``/``adopt_child``
+                              through its service bindings, ``children()`` for leak checks,
+                              ``config2()`` and ``interface_info()`` for ipconfig.
+``reset()``                   forget the cached NIC and children (the simulator rebooted).
+
+Every child this module hands out is counted until ``destroy_child``: a non-zero ``children()``
+after everything was closed is a leak (it holds a port and an IP child in the firmware).
+"""
+
+import ctypes
+import errno
+
+import efi
+
+from bitsnet import efidefs, errors
+
+# Service binding protocol class per service-binding GUID (their layout is the same).
+_SERVICE_BINDINGS = {
+    efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL,
+    efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL,
+    efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL,
+}
+
+_state = {"nic": None}
+
+
+def _boot_services():
+    return efi.system_table.BootServices.contents
+
+
+def _handles(guid):
+    """Handles carrying ``guid``; an empty list (not EFI_NOT_FOUND) when there are none."""
+    try:
+        return list(efi.locate_handles(guid))
+    except efi.EFIException:
+        return []
+
+
+def _nic_handles():
+    with_config = set(_handles(efidefs.EFI_IP4_CONFIG2_PROTOCOL_GUID))
+    return [h for h in _handles(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID) if h in with_config]
+
+
+class Nic(object):
+    """One network controller handle and the children bitsnet created on it."""
+
+    def __init__(self, handle):
+        # type: (int) -> None
+        self.handle = handle
+        self._children = set()  # type: set   # (service-binding GUID, child handle)
+        self._bindings = {}  # type: dict     # GUID -> service binding protocol interface
+
+    def __repr__(self):
+        return "<Nic %s handle=0x%x children=%d>" % (self.name, self.handle, len(self._children))
+
+    # -- service-binding children ---------------------------------------------------------
+    def has_service(self, sb_guid):
+        # type: (object) -> bool
+        return self.handle in _handles(sb_guid)
+
+    def service_binding(self, sb_guid):
+        binding = self._bindings.get(sb_guid)
+        if binding is None:
+            cls = _SERVICE_BINDINGS.get(sb_guid, efidefs.EFI_SERVICE_BINDING_PROTOCOL)
+            try:
+                binding = cls.from_address(efi.get_protocol(self.handle, sb_guid))
+            except efi.EFIException as e:
+                raise errors.socket_error(errno.ENETDOWN, "%s on %s: %s" % (
+                    efidefs.GUID_NAMES.get(sb_guid, sb_guid), self.name, errors.status_name(e.args[0])))
+            self._bindings[sb_guid] = binding
+        return binding
+
+    def create_child(self, sb_guid):
+        # type: (object) -> int
+        """CreateChild on the service binding ``sb_guid``; returns the new child handle."""
+        binding = self.service_binding(sb_guid)
+        child = efi.EFI_HANDLE()
+        status = binding.CreateChild(ctypes.byref(binding), ctypes.byref(child))
+        errors.raise_for_status(status, "CreateChild")
+        handle = child.value
+        if not handle:
+            raise errors.socket_error(errno.EIO, "CreateChild returned a NULL handle")
+        self._children.add((sb_guid, handle))
+        return handle
+
+    def adopt_child(self, sb_guid, handle):
+        # type: (object, int) -> None
+        """Count a child the firmware made for us (an accepted TCP connection, facts 3.3 Accept)."""
+        self._children.add((sb_guid, handle))
+
+    def destroy_child(self, sb_guid, handle):
+        # type: (object, int) -> int
+        """DestroyChild; returns the EFI status (the child is forgotten either way)."""
+        self._children.discard((sb_guid, handle))
+        binding = self.service_binding(sb_guid)
+        return binding.DestroyChild(ctypes.byref(binding), handle)
+
+    def children(self, sb_guid=None):
+        # type: (object) -> int
+        """How many children bitsnet made (of ``sb_guid`` only, if given) are still alive."""
+        return sum(1 for guid, _ in self._children if sb_guid is None or guid == sb_guid)
+
+    # -- IP4 Config2 ------------------------------------------------------------------------
+    def config2(self):
+        """The NIC's EFI_IP4_CONFIG2_PROTOCOL."""
+        binding = self._bindings.get(efidefs.EFI_IP4_CONFIG2_PROTOCOL_GUID)
+        if binding is None:
+            binding = efidefs.EFI_IP4_CONFIG2_PROTOCOL.from_handle(self.handle)
+            self._bindings[efidefs.EFI_IP4_CONFIG2_PROTOCOL_GUID] = binding
+        return binding
+
+    def interface_info(self):
+        """(EFI_IP4_CONFIG2_INTERFACE_INFO, [(subnet, mask, gateway)...]) read now.
+
+        facts 5.2: the route table is written right after the structure inside the caller's
+        buffer, so a buffer of exactly sizeof(INTERFACE_INFO) fails with EFI_BUFFER_TOO_SMALL
+        once any route exists: ask for the size first, then read (and retry if it grew).
+        """
+        config = self.config2()
+        for _ in range(4):
+            size = efi.UINTN(0)
+            status = config.GetData(ctypes.byref(config), efidefs.Ip4Config2DataTypeInterfaceInfo,
+                                    ctypes.byref(size), None)
+            if status not in (efi.EFI_BUFFER_TOO_SMALL, efi.EFI_SUCCESS):
+                errors.raise_for_status(status, "Ip4Config2.GetData(InterfaceInfo)")
+            needed = max(size.value, ctypes.sizeof(efidefs.EFI_IP4_CONFIG2_INTERFACE_INFO))
+            buf = ctypes.create_string_buffer(needed)
+            size.value = needed
+            status = config.GetData(ctypes.byref(config), efidefs.Ip4Config2DataTypeInterfaceInfo,
+                                    ctypes.byref(size), buf)
+            if status == efi.EFI_BUFFER_TOO_SMALL:
+                continue  # a route appeared in between
+            errors.raise_for_status(status, "Ip4Config2.GetData(InterfaceInfo)")
+            info = efidefs.EFI_IP4_CONFIG2_INTERFACE_INFO.from_buffer_copy(buf.raw[:ctypes.sizeof(
+                efidefs.EFI_IP4_CONFIG2_INTERFACE_INFO)])
+            routes = []
+            for i in range(info.RouteTableSize):
+                route = info.RouteTable[i]  # points into ``buf``, still alive here
+                routes.append((efidefs.ipv4_text(route.SubnetAddress), efidefs.ipv4_text(route.SubnetMask),
+                               efidefs.ipv4_text(route.GatewayAddress)))
+            info.RouteTable = ctypes.POINTER(efidefs.EFI_IP4_ROUTE_TABLE)()  # ``buf`` dies with this call
+            return info, routes
+        raise errors.socket_error(errno.EIO, "Ip4Config2.GetData(InterfaceInfo) keeps growing")
+
+    @property
+    def name(self):
+        # type: () -> str
+        """The interface name EDK2 gives it ("eth0")."""
+        try:
+            info, _ = self.interface_info()
+        except errors.error:
+            return "nic@0x%x" % self.handle
+        return self.name_of(info)
+
+    def name_of(self, info):
+        # type: (efidefs.EFI_IP4_CONFIG2_INTERFACE_INFO) -> str
+        """The Name of an InterfaceInfo (CHAR16, read as UINT16: c_wchar is 4 bytes on Linux)."""
+        chars = []
+        for c in info.Name:
+            if not c:
+                break
+            chars.append(chr(c) if c < 128 else "?")
+        return "".join(chars) or "nic@0x%x" % self.handle
+
+    @property
+    def mac(self):
+        # type: () -> str
+        """The hardware address as "52:54:00:12:34:56"."""
+        info, _ = self.interface_info()
+        size = min(info.HwAddressSize, 32) or 6
+        return ":".join("%02x" % b for b in info.HwAddress.Addr[:size])
+
+
+def find_all():
+    """Every NIC that carries IP4 Config2 and the TCP4 service binding, connecting NICs if needed."""
+    handles = _nic_handles()
+    if not handles:
+        # facts 2.4: a "fast boot" BDS connects only boot devices, so the NIC may carry only
+        # SNP: connect every SNP controller recursively (that starts MNP, IP4, TCP4...) and look again.
+        bs = _boot_services()
+        for handle in _handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID):
+            bs.ConnectController(handle, None, None, True)
+        handles = _nic_handles()
+    return [Nic(h) for h in handles]
+
+
+def find():
+    """The first NIC (see ``find_all``); error(ENETDOWN) if the firmware has none."""
+    nics = find_all()
+    if not nics:
+        raise errors.socket_error(errno.ENETDOWN, "no network interface with IP4 Config2 and TCP4 in this firmware")
+    return nics[0]
+
+
+def default_nic():
+    """The NIC every endpoint uses, found once."""
+    if _state["nic"] is None:
+        _state["nic"] = find()
+    return _state["nic"]
+
+
+def reset():
+    """Forget the NIC and its children (tests reboot the simulated machine between tests)."""
+    _state["nic"] = None

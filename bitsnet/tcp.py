@@ -1,0 +1,768 @@
+"""TcpEndpoint: one EFI_TCP4_PROTOCOL child, as non-blocking primitives for the socket layer.
+
+Contents: module constants (each with its reason) -- ``TcpEndpoint`` (bind, connect_start,
+listen, accept, recv_into, send, shutdown, close, progress, readiness predicates, options) --
+the background closer (``reap``, ``close_all``, ``live_endpoints``).
+
+Every method returns at once; a caller that must wait does so with
+``events.wait_until(predicate, deadline, poll=ep.progress)``. The endpoint knows nothing of
+socket objects, file descriptors or timeouts other than its own connect timer.
+
+Rule 1 -- Callbacks record, readers decide (STYLE rule 5). A token's ``on_done`` only appends
+the finished Operation to ``_done`` and marks the endpoint dirty. ``_update()`` -- run by every
+public method, predicate and ``progress()`` -- consumes ``_done`` (copies received bytes into
+the Python buffer, notes EOF, errors, accepted children) and then ``_refill()``s: it re-posts
+the Receive, sends queued data, keeps Accepts outstanding, checks the connect timer.
+
+Rule 2 -- One Receive is outstanding whenever the connection is up and the Python receive
+buffer is under its bound (facts 3.3 Receive: EDK2 has no "bytes available" query). That token
+is how data, FIN and RST are noticed, and so what makes select() work; it also keeps EDK2's own
+buffer empty, which matters at close (rule 4). Receive often completes synchronously: every
+post is followed by ``events.check``.
+
+Rule 3 -- Sending is bounded in Python (facts 8.1 #6: EDK2 never says "buffer full"). ``send``
+queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
+Transmits of up to TRANSMIT_CHUNK bytes, at most MAX_TRANSMITS in flight, zero-copy: the bytes
+object itself is the fragment and lives in the registry until its token completes.
+
+Rule 4 -- Close is graceful and never blocks (DESIGN rule 5). ``close()`` hands the endpoint
+to the reaper, which sends what is queued, keeps reading (and dropping) incoming data so that
+Close(graceful) does not turn into a RST (facts 3.3 Close: unread data => RST), issues
+Close(AbortOnClose=FALSE) and, when that token completes (after TIME_WAIT, >= 2 s), calls
+DestroyChild. SO_LINGER (on, 0) and interpreter exit abort (RST) instead.
+
+EDK2 has no half-close (facts 3.3 Close): ``shutdown(SHUT_WR)`` starts that same full close.
+Afterwards ``recv`` returns what was already received (including what the outstanding Receive
+still brings in before the close completes) and then b"" -- never data the peer sends later.
+``shutdown(SHUT_RD)`` is pure Python: ``recv`` returns b"" at once, later data is dropped.
+
+Other differences from CPython on Linux, all forced by EFI_TCP4: ``bind()`` already configures
+the child passively (see ``bind``); options reach EDK2 only at Configure, so TCP_NODELAY and
+SO_KEEPALIVE set after connect/listen are recorded but not applied; SO_LINGER with a non-zero
+time closes in the background like no linger; after a peer's RST buffered data is still
+returned, then ECONNRESET once, then b"".
+"""
+
+import collections
+import ctypes
+import errno
+
+import efi
+
+from bitsnet import efidefs, errors, events, ipconfig, nic
+from bitsnet.buffers import ByteQueue
+
+TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
+
+RECEIVE_CHUNK = 64 * 1024  # bytes per Receive: what BITS used; one 64 KiB copy per completion
+TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
+MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
+DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
+DEFAULT_RCVBUF = 256 * 1024  # Python receive bound (SO_RCVBUF); also EDK2's ReceiveBufferSize
+EDK2_BUFFER_RANGE = (8 * 1024, 2 * 1024 * 1024)  # facts 3.9: outside it EDK2 silently uses 2 MiB
+EDK2_BACKLOG_RANGE = (5, 10)  # facts 3.9 MaxSynBackLog
+CONNECT_TIMEOUT = 75.0  # our own connect timer; EDK2's cannot go below 60 s (facts 3.9)
+CLOSE_TIMEOUT = 60.0  # a background graceful close that cannot finish by then is aborted
+NO_MAPPING_WAIT = 5.0  # facts 3.7/8.1 #8: retry Configure this long while the address appears
+TIME_TO_LIVE = 64
+
+SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
+OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger")
+
+_live = set()  # type: set       # endpoints holding a child, not closed by the user
+_closing = []  # type: list      # endpoints the reaper still finishes (rule 4)
+_dirty = set()  # type: set      # endpoints with completions not yet consumed
+
+
+def _clamp(value, bounds):
+    return max(bounds[0], min(bounds[1], int(value)))
+
+
+def _fail(err, detail):
+    raise errors.socket_error(err, detail)
+
+
+class TcpEndpoint(object):
+    """One TCP4 child; see the module docstring for the rules it keeps."""
+
+    def __init__(self):
+        self._nic = None
+        self._handle = None  # the child handle, created lazily at bind/connect/listen
+        self._proto = None
+        self._state = "fresh"  # fresh bound connecting connected listening failed closed
+        self._options = {"nodelay": False, "keepalive": False, "rcvbuf": DEFAULT_RCVBUF,
+                         "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None}
+        self._configured = None  # the (active, station, port, backlog, options) last configured
+        self._local = None  # type: tuple
+        self._remote = None  # type: tuple
+        self._done = []  # type: list   # (kind, op) recorded by on_done (rule 1)
+        self._rx = ByteQueue(DEFAULT_RCVBUF)
+        self._rx_buffer = None
+        self._rx_op = None
+        self._eof = False  # peer FIN seen
+        self._rd_shut = False
+        self._tx = ByteQueue()
+        self._tx_ops = collections.deque()
+        self._tx_inflight = 0
+        self._fin_wanted = False  # shutdown(SHUT_WR) or close(): Close(graceful) once tx drained
+        self._close_op = None
+        self._connect_op = None
+        self._connect_deadline = None
+        self._close_deadline = None
+        self._error = 0  # pending errno: SO_ERROR, raised once by recv/send
+        self._dead = False  # connection unusable (RST, timeout, failed connect)
+        self._backlog = 0
+        self._accept_ops = []  # type: list
+        self._accepted = collections.deque()  # type: collections.deque
+        self._user_closed = False
+
+    def __repr__(self):
+        return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
+
+    # --- firmware plumbing ------------------------------------------------------------------
+    def _call(self, name, *args):
+        proto = self._proto
+        return getattr(proto, name)(ctypes.byref(proto), *args)
+
+    def _ensure_child(self):
+        if self._handle is None:
+            reap()
+            self._nic = nic.default_nic()
+            self._handle = self._nic.create_child(TCP4_SB)
+            self._proto = efidefs.EFI_TCP4_PROTOCOL.from_handle(self._handle)
+            _live.add(self)
+
+    @classmethod
+    def _adopt(cls, the_nic, handle, listener):
+        """Wrap a child EDK2 made for an accepted connection (facts 3.3 Accept)."""
+        ep = cls()
+        ep._options = dict(listener._options)
+        ep._rx.limit = ep._options["rcvbuf"]
+        ep._nic, ep._handle = the_nic, handle
+        the_nic.adopt_child(TCP4_SB, handle)
+        ep._proto = efidefs.EFI_TCP4_PROTOCOL.from_handle(handle)
+        ep._state = "connected"
+        _live.add(ep)
+        config = efidefs.EFI_TCP4_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (facts 3.3)
+        state = ctypes.c_int(0)
+        if ep._call("GetModeData", ctypes.byref(state), ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS:
+            ap = config.AccessPoint
+            ep._local = (efidefs.ipv4_text(ap.StationAddress), ap.StationPort)
+            ep._remote = (efidefs.ipv4_text(ap.RemoteAddress), ap.RemotePort)
+        else:
+            ep._local = listener._local
+        ep._update()
+        return ep
+
+    def _tcp_state(self):
+        state = ctypes.c_int(efidefs.Tcp4StateClosed)
+        self._call("GetModeData", ctypes.byref(state), None, None, None, None)
+        return state.value
+
+    def _control_option(self, backlog):
+        o = efidefs.EFI_TCP4_OPTION()
+        o.ReceiveBufferSize = _clamp(self._options["rcvbuf"], EDK2_BUFFER_RANGE)
+        o.SendBufferSize = _clamp(self._options["sndbuf"], EDK2_BUFFER_RANGE)
+        o.MaxSynBackLog = _clamp(backlog or EDK2_BACKLOG_RANGE[1], EDK2_BACKLOG_RANGE)
+        # facts 3.9: every number must be inside EDK2's range or it silently becomes the default,
+        # and the BOOLEANs are literal (zero = off), so every field is spelled out.
+        o.ConnectionTimeout = 75
+        o.DataRetries = 12
+        o.FinTimeout = 2
+        o.TimeWaitTimeout = 2
+        o.KeepAliveProbes = 8 if self._options["keepalive"] else 0
+        o.KeepAliveTime = 7200
+        o.KeepAliveInterval = 60
+        o.EnableNagle = not self._options["nodelay"]
+        o.EnableTimeStamp = True
+        o.EnableWindowScaling = True
+        o.EnableSelectiveAck = False  # facts 3.3 Configure: TRUE => EFI_UNSUPPORTED
+        o.EnablePathMtuDiscovery = False
+        return o
+
+    def _configure(self, active, station, port, remote=None, backlog=0):
+        """Configure the child (Configure(NULL) first if it was configured otherwise)."""
+        self._ensure_child()
+        info = ipconfig.ensure_configured()
+        wanted = (active, station, port, remote, backlog, tuple(sorted(self._options.items())))
+        if self._configured == wanted:
+            return info
+        if self._configured is not None:
+            self._call("Configure", None)
+            self._configured = None
+        config = efidefs.EFI_TCP4_CONFIG_DATA()
+        config.TimeToLive = TIME_TO_LIVE
+        ap = config.AccessPoint
+        # bits-efi-api item 2 (old TcpDxe): UseDefaultAddress=TRUE failed with EFI_ALREADY_STARTED,
+        # and on current EDK2 it may switch the NIC to DHCP (facts 3.7): give the address explicitly.
+        ap.UseDefaultAddress = False
+        ap.StationAddress = efidefs.ipv4(station)
+        ap.SubnetMask = efidefs.ipv4(info.netmask)
+        ap.StationPort = port
+        if remote is not None:
+            ap.RemoteAddress = efidefs.ipv4(remote[0])
+            ap.RemotePort = remote[1]
+        ap.ActiveFlag = active
+        option = self._control_option(backlog)
+        config.ControlOption = ctypes.pointer(option)
+        deadline = events.clock() + NO_MAPPING_WAIT
+        retried = False
+        while True:
+            status = self._call("Configure", ctypes.byref(config))
+            if status == efi.EFI_SUCCESS:
+                break
+            if status == efi.EFI_NO_MAPPING and events.clock() < deadline:
+                # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
+                events.boot_services().Stall(10000)
+                continue
+            if status == efi.EFI_INVALID_PARAMETER and port:
+                # EDK2 quirk (TcpBind, facts 3.8): a port clash is EFI_INVALID_PARAMETER, and a
+                # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
+                if self._options["reuseaddr"] and not retried and _abort_closing(station, port):
+                    retried = True
+                    continue
+                raise errors.socket_error(errno.EADDRINUSE, "port %d on %s (EFI_INVALID_PARAMETER in Configure)"
+                                          % (port, station))
+            errors.raise_for_status(status, "Configure")
+        self._configured = wanted
+        for subnet, mask, gateway in info.routes:
+            # bits-efi-api item 3 (old TcpDxe): children do not use the IP4 routes; add them.
+            # EFI_ACCESS_DENIED means the route is already there.
+            status = self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)),
+                                ctypes.byref(efidefs.ipv4(mask)), ctypes.byref(efidefs.ipv4(gateway)))
+            if status != efi.EFI_ACCESS_DENIED:
+                errors.raise_for_status(status, "Routes")
+        mode = efidefs.EFI_TCP4_CONFIG_DATA()
+        if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
+            port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (facts 3.8)
+        self._local = (station, port)
+        return info
+
+    def _submit(self, kind, token, completion, keep=()):
+        return events.submit(token, completion, lambda op: self._record(kind, op), self, keep)
+
+    def _record(self, kind, op):
+        # on_done: record only (rule 1).
+        self._done.append((kind, op))
+        _dirty.add(self)
+
+    # --- consuming completions (rule 1) ----------------------------------------------------
+    def _update(self):
+        while True:
+            self._consume()
+            if not self._refill():
+                break
+
+    def _consume(self):
+        while self._done:
+            kind, op = self._done.pop(0)
+            getattr(self, "_done_" + kind)(op)
+        _dirty.discard(self)
+
+    def _set_error(self, err):
+        if not self._error:
+            self._error = err
+        self._dead = True
+
+    def _done_rx(self, op):
+        self._rx_op = None
+        status = op.status
+        if status == efi.EFI_SUCCESS:
+            rxdata = op.keep[0]
+            if not self._rd_shut:
+                self._rx.append(ctypes.string_at(op.keep[1], rxdata.DataLength))
+        elif status == efi.EFI_CONNECTION_FIN:  # facts 3.6: pending Receive on peer FIN
+            self._eof = True
+        elif status == efi.EFI_ABORTED:
+            self._dead = True
+        else:
+            self._set_error(errors.errno_for(status, "recv"))
+
+    def _done_tx(self, op):
+        self._tx_ops.remove(op)
+        self._tx_inflight -= op.keep[0].DataLength
+        if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
+            self._set_error(errors.errno_for(op.status, "send"))
+
+    def _done_connect(self, op):
+        self._connect_op = None
+        if self._state != "connecting":
+            return
+        if op.status == efi.EFI_SUCCESS:
+            self._state = "connected"
+        else:
+            # EDK2 quirk (TcpDxe, facts 3.3 Connect): RST to our SYN is EFI_CONNECTION_RESET.
+            self._state = "failed"
+            self._set_error(errors.errno_for(op.status, "connect"))
+
+    def _done_accept(self, op):
+        self._accept_ops.remove(op)
+        if op.status == efi.EFI_SUCCESS and op.token.NewChildHandle:
+            child = TcpEndpoint._adopt(self._nic, op.token.NewChildHandle, self)
+            if self._state == "listening":
+                self._accepted.append(child)
+            else:
+                child.close(abort=True)
+
+    def _done_close(self, op):
+        pass  # the reaper (or recv's EOF) looks at self._close_op.done
+
+    def _refill(self):
+        """Post what should be outstanding (rules 2, 3). True if something completed at once."""
+        if self._state == "connecting" and self._connect_deadline is not None \
+                and events.clock() >= self._connect_deadline:
+            self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
+            self._state = "failed"
+            self._error = errno.ETIMEDOUT
+            return False
+        if self._state == "listening":
+            while len(self._accept_ops) + len(self._accepted) < self._backlog:
+                if self._post_accept():
+                    return True
+            return False
+        if self._state != "connected" or self._dead or self._close_op is not None:
+            return False
+        synchronous = False
+        while self._tx and len(self._tx_ops) < MAX_TRANSMITS and not self._dead:
+            if not self._post_transmit():
+                break
+        want_rx = not (self._eof or self._dead) and self._rx_op is None and (
+            self._rd_shut or self._fin_wanted or not self._rx.full())
+        if want_rx:
+            synchronous = self._post_receive()
+        if not synchronous and self._fin_wanted and not self._tx and not self._tx_ops and not self._dead:
+            self._post_close(abort=False)
+        return synchronous
+
+    def _post_receive(self):
+        if self._rx_buffer is None:
+            self._rx_buffer = ctypes.create_string_buffer(RECEIVE_CHUNK)
+        rxdata = efidefs.EFI_TCP4_RECEIVE_DATA()
+        # facts 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
+        rxdata.DataLength = RECEIVE_CHUNK
+        rxdata.FragmentCount = 1
+        rxdata.FragmentTable[0].FragmentLength = RECEIVE_CHUNK
+        rxdata.FragmentTable[0].FragmentBuffer = ctypes.addressof(self._rx_buffer)
+        token = efidefs.EFI_TCP4_IO_TOKEN()
+        token.Packet.RxData = ctypes.pointer(rxdata)
+        op = self._submit("rx", token, token.CompletionToken, keep=(rxdata, self._rx_buffer))
+        status = self._call("Receive", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            if status == efi.EFI_CONNECTION_FIN:
+                # EDK2 quirk (TcpDxe, facts 3.3 Receive): after the peer's FIN with nothing
+                # buffered, Receive() *returns* EFI_CONNECTION_FIN (the token is not signalled).
+                self._eof = True
+            else:
+                self._refused(status, "recv")
+            return False
+        self._rx_op = op
+        return events.check(op)
+
+    def _refused(self, status, op_name):
+        """A call answered an error: find out why (facts 3.5) and record it."""
+        if status == efi.EFI_ACCESS_DENIED and self._tcp_state() == efidefs.Tcp4StateClosed:
+            # facts 3.5: a RST with no token pending shows only as ACCESS_DENIED + Closed.
+            self._set_error(errno.ECONNRESET)
+        else:
+            self._set_error(errors.errno_for(status, op_name))
+
+    def _post_transmit(self):
+        data = self._tx.read(TRANSMIT_CHUNK)
+        txdata = efidefs.EFI_TCP4_TRANSMIT_DATA()
+        txdata.Push = True
+        txdata.DataLength = len(data)
+        txdata.FragmentCount = 1
+        txdata.FragmentTable[0].FragmentLength = len(data)
+        # Zero-copy (facts 3.3 Transmit): the bytes object is the fragment; kept in the registry.
+        txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
+        token = efidefs.EFI_TCP4_IO_TOKEN()
+        token.Packet.TxData = ctypes.pointer(txdata)
+        op = self._submit("tx", token, token.CompletionToken, keep=(txdata, data))
+        self._tx_ops.append(op)
+        self._tx_inflight += len(data)
+        status = self._call("Transmit", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._tx_ops.remove(op)
+            self._tx_inflight -= len(data)
+            self._tx.unread(data)
+            if status != efi.EFI_OUT_OF_RESOURCES:  # that one: try again on the next update
+                self._refused(status, "send")
+            return False
+        events.check(op)
+        return True
+
+    def _post_accept(self):
+        token = efidefs.EFI_TCP4_LISTEN_TOKEN()
+        op = self._submit("accept", token, token.CompletionToken)
+        status = self._call("Accept", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._set_error(errors.errno_for(status, "accept"))
+            self._backlog = 0
+            return False
+        self._accept_ops.append(op)
+        return events.check(op)
+
+    def _post_close(self, abort):
+        token = efidefs.EFI_TCP4_CLOSE_TOKEN()
+        token.AbortOnClose = abort
+        op = self._submit("close", token, token.CompletionToken)
+        status = self._call("Close", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._dead = True  # e.g. ACCESS_DENIED: the connection is already gone (facts 3.5)
+            return False
+        self._close_op = op
+        events.check(op)
+        return True
+
+    def _abort(self):
+        """Close(AbortOnClose=TRUE): RST, state Closed, completes synchronously (facts 3.3)."""
+        if self._close_op is None or self._close_op.done:
+            self._close_op = None
+            self._post_close(abort=True)
+        self._dead = True
+
+    def _destroy(self):
+        """DestroyChild and release every token (the firmware has flushed them)."""
+        if self._handle is not None:
+            self._nic.destroy_child(TCP4_SB, self._handle)
+            events.abandon(self)
+            self._consume()
+            self._handle = self._proto = None
+        _live.discard(self)
+        _dirty.discard(self)
+        self._state = "closed"
+
+    # --- the API -----------------------------------------------------------------------------
+    def _check_open(self):
+        if self._user_closed:
+            _fail(errno.EBADF, "endpoint is closed")
+
+    def _address(self, address):
+        host, port = address
+        info = ipconfig.ensure_configured()
+        if host in ("", "0.0.0.0", None):
+            host = info.address  # bits-efi-api item 4: a 0.0.0.0 listener is not handled
+        try:
+            efidefs.ipv4(host)
+        except ValueError:
+            _fail(errno.EINVAL, "not an IPv4 address: %r" % (host,))
+        if not 0 <= int(port) <= 65535:
+            _fail(errno.EINVAL, "port out of range: %r" % (port,))
+        return host, int(port), info
+
+    def bind(self, address):
+        """Reserve the local address now (a passive Configure), so errors and the port are known.
+
+        CPython reports EADDRINUSE and the real port at bind(); EDK2 binds ports only in
+        Configure, and only a passive Configure needs no peer. So bind() configures the child
+        passively (it already listens in EDK2's eyes: SYNs that arrive before listen() are kept
+        in EDK2's backlog); listen() keeps that configuration, connect() re-configures it as an
+        active child on the same port.
+        """
+        self._check_open()
+        if self._state != "fresh":
+            _fail(errno.EINVAL, "already bound")
+        host, port, info = self._address(address)
+        if host != info.address:
+            _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
+        self._configure(False, host, port)
+        self._state = "bound"
+
+    def connect_start(self, address, timeout=None):
+        """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer."""
+        self._check_open()
+        if self._state in ("connecting", "connected"):
+            _fail(errno.EALREADY if self._state == "connecting" else errno.EISCONN, "connect")
+        if self._state not in ("fresh", "bound"):
+            _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
+        host, port, info = self._address(address)
+        if port == 0:
+            _fail(errno.ECONNREFUSED, "port 0")
+        local_port = self._local[1] if self._local else 0
+        self._configure(True, info.address, local_port, remote=(host, port))
+        self._remote = (host, port)
+        self._rx.limit = self._options["rcvbuf"]
+        token = efidefs.EFI_TCP4_CONNECTION_TOKEN()
+        op = self._submit("connect", token, token.CompletionToken)
+        status = self._call("Connect", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._state = "failed"
+            errors.raise_for_status(status, "connect")
+        self._state = "connecting"
+        self._connect_op = op
+        self._connect_deadline = events.clock() + (CONNECT_TIMEOUT if timeout is None else timeout)
+        events.check(op)
+        self._update()
+
+    def listen(self, backlog=EDK2_BACKLOG_RANGE[1]):
+        """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +
+        children waiting in Python); EDK2's own SYN backlog is ``backlog`` clamped to 5..10."""
+        self._check_open()
+        if self._state == "listening":
+            self._backlog = max(1, backlog)
+            self._update()
+            return
+        if self._state not in ("fresh", "bound"):
+            _fail(errno.EINVAL, "cannot listen in state %s" % self._state)
+        if self._local is None:
+            host, port, info = self._address(("", 0))
+        else:
+            host, port = self._local
+        self._configure(False, host, port, backlog=_clamp(max(backlog, 1), EDK2_BACKLOG_RANGE))
+        self._state = "listening"
+        self._backlog = max(1, backlog)
+        self._update()
+
+    def accept(self):
+        """The next accepted connection as a TcpEndpoint, or None (would block)."""
+        self._check_open()
+        if self._state != "listening":
+            _fail(errno.EINVAL, "not listening")
+        self._update()
+        if self._accepted:
+            child = self._accepted.popleft()
+            self._update()  # keep the backlog's worth of Accepts outstanding
+            return child
+        if self._error:
+            err, self._error = self._error, 0
+            _fail(err, "accept")
+        return None
+
+    def recv_into(self, buffer, nbytes=None, peek=False):
+        """Bytes copied into ``buffer`` (0: EOF), or None if that would block."""
+        self._check_open()
+        self._update()
+        if nbytes is None:
+            nbytes = len(memoryview(buffer))
+        if nbytes == 0:
+            return 0
+        if self._rx:
+            n = self._rx.readinto(buffer, nbytes, consume=not peek)
+            if not peek:
+                self._update()  # room again in the buffer: repost the Receive (rule 2)
+            return n
+        if self._rd_shut:
+            return 0
+        if self._error:
+            err, self._error = self._error, 0
+            _fail(err, "recv")
+        if self._state in ("fresh", "bound", "listening", "failed"):
+            _fail(errno.ENOTCONN, "recv")
+        if self._eof or self._dead:
+            return 0
+        if self._state == "connecting":
+            return None
+        if self._close_op is not None and self._rx_op is None:
+            return 0  # no half-close in EDK2: after SHUT_WR nothing more can be read
+        return None
+
+    def send(self, data):
+        """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
+        self._check_open()
+        self._update()
+        if self._error:
+            err, self._error = self._error, 0
+            _fail(err, "send")
+        if self._dead or self._fin_wanted:
+            _fail(errno.EPIPE, "send after shutdown or reset")
+        if self._state == "connecting":
+            return None
+        if self._state != "connected":
+            _fail(errno.ENOTCONN, "send")
+        if not len(data):
+            return 0
+        space = self._options["sndbuf"] - self._tx_inflight - len(self._tx)
+        if space <= 0:
+            return None
+        view = memoryview(data)
+        n = min(len(view), space)
+        self._tx.append(data if n == len(view) and isinstance(data, bytes) else view[:n].tobytes())
+        self._update()
+        return n
+
+    def shutdown(self, how):
+        self._check_open()
+        if self._state not in ("connected", "connecting"):
+            _fail(errno.ENOTCONN, "shutdown")
+        if how in (SHUT_RD, SHUT_RDWR):
+            self._rd_shut = True
+            self._rx.discard()
+        if how in (SHUT_WR, SHUT_RDWR):
+            self._fin_wanted = True  # EDK2 has no half-close: this starts the full close
+        self._update()
+
+    def close(self, abort=False):
+        """Close now; a graceful close finishes in the background (rule 4). Never blocks."""
+        if self._user_closed:
+            return
+        self._user_closed = True
+        _live.discard(self)
+        linger = self._options["linger"]
+        if linger is not None and linger[0] and not linger[1]:
+            abort = True  # SO_LINGER (on, 0): RST, as BSD does
+        if self._handle is None:
+            self._state = "closed"
+            return
+        self._update()
+        if self._state in ("listening", "bound"):
+            # facts 3.3 Close: Close() on a listener leaves its un-accepted children alive;
+            # Configure(NULL) destroys them and flushes the Accept tokens.
+            self._call("Configure", None)
+            self._state = "closed"
+            for op in list(self._accept_ops):
+                events.check(op)
+            self._consume()
+            while self._accepted:
+                self._accepted.popleft().close(abort=True)  # as Linux resets un-accepted children
+            self._destroy()
+        elif self._state != "connected" or self._dead:
+            self._destroy()  # fresh, connecting, failed or reset: nothing to say to the peer
+        elif abort:
+            self._abort()
+            self._destroy()
+        else:
+            self._rd_shut = True  # nobody will read: drop data, but keep draining EDK2
+            self._rx.discard()
+            self._fin_wanted = True
+            self._close_deadline = events.clock() + CLOSE_TIMEOUT
+            _closing.append(self)
+            self._update()
+            _reap_one(self)
+
+    # --- progress, readiness, addresses, options ------------------------------------------
+    def progress(self):
+        """Poll the NIC through this child, then consume every completion (facts 3.4)."""
+        if self._proto is not None:
+            self._call("Poll")
+        events.process()
+        for ep in list(_dirty):
+            ep._update()
+        if _closing:
+            reap()
+
+    def can_recv(self):
+        # data, EOF or an error is there: recv_into will not return None
+        if self._user_closed:
+            return True
+        self._update()
+        if self._state == "listening":
+            return bool(self._accepted) or bool(self._error)
+        if self._state == "connecting":
+            return False
+        return bool(self._rx) or self._rd_shut or bool(self._error) or self._eof or self._dead or \
+            self._state != "connected" or (self._close_op is not None and self._rx_op is None)
+
+    def can_send(self):
+        # send() will not return None: space in the send buffer, or it would raise
+        if self._user_closed:
+            return True
+        self._update()
+        if self._state == "connecting":
+            return False
+        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+            return True
+        return self._tx_inflight + len(self._tx) < self._options["sndbuf"]
+
+    def acceptable(self):
+        return self._state == "listening" and self.can_recv()
+
+    connecting = property(lambda self: self._update() or self._state == "connecting")
+    connected = property(lambda self: self._update() or self._state == "connected")
+    listening = property(lambda self: self._state == "listening")
+    closed = property(lambda self: self._user_closed)
+    local_address = property(lambda self: self._local)
+    remote_address = property(lambda self: self._remote if self._state == "connected" else None)
+
+    def take_error(self):
+        # type: () -> int
+        """SO_ERROR: the pending errno (0 if none), cleared by reading it."""
+        self._update()
+        err, self._error = self._error, 0
+        return err
+
+    def set_option(self, name, value):
+        """Options reach EDK2 only at Configure (facts 3.9): set them before bind/connect/listen.
+        Later, rcvbuf/sndbuf still bound the Python buffers; the others are only recorded."""
+        if name not in OPTIONS:
+            raise KeyError(name)
+        if name in ("rcvbuf", "sndbuf"):
+            value = max(1, int(value))
+            if name == "rcvbuf":
+                self._rx.limit = value
+        elif name == "linger":
+            value = None if value is None else (bool(value[0]), int(value[1]))
+        else:
+            value = bool(value)
+        self._options[name] = value
+
+    def get_option(self, name):
+        return self._options[name]
+
+
+# --- the background closer (rule 4) -------------------------------------------------------------
+def _reap_one(ep):
+    """Advance one closing endpoint; True once it is gone."""
+    ep._update()
+    if ep._handle is None:
+        return True
+    if ep._close_op is not None and ep._close_op.done or ep._dead:
+        ep._destroy()
+        return True
+    if events.clock() >= ep._close_deadline:
+        ep._abort()
+        ep._destroy()
+        return True
+    return False
+
+
+def reap():
+    """Finish whatever background closes can be finished now."""
+    for ep in list(_closing):
+        if _reap_one(ep):
+            _closing.remove(ep)
+
+
+def _abort_closing(station, port):
+    """SO_REUSEADDR: abort our own closing endpoints that hold (station, port). Any found?"""
+    found = [ep for ep in _closing if ep._local == (station, port)]
+    for ep in found:
+        ep._abort()
+        ep._destroy()
+        _closing.remove(ep)
+    return bool(found)
+
+
+def _poll_any():
+    for ep in list(_closing) + list(_live):
+        if ep._proto is not None:
+            ep.progress()
+            return
+    events.process()
+
+
+def close_all(timeout=5.0):
+    """Close every endpoint, wait up to ``timeout`` for graceful closes, abort the rest.
+
+    For tests and interpreter exit. Returns how many had to be aborted.
+    """
+    for ep in list(_live):
+        ep.close()
+    events.wait_until(lambda: not _closing, events.clock() + timeout, poll=_poll_any)
+    aborted = 0
+    for ep in list(_closing):
+        ep._abort()
+        ep._destroy()
+        aborted += 1
+    del _closing[:]
+    return aborted
+
+
+def live_endpoints():
+    # type: () -> int
+    """Endpoints still holding an EFI child (open, or closing in the background)."""
+    return len(_live) + len(_closing)

@@ -1,0 +1,147 @@
+"""Fixtures and helpers for tests of bitsnet's runtime layers through the simulator.
+
+``net``               a booted machine with bitsnet's module state reset for it (events in the
+                      requested mode, the trampoline built first, the NIC cache cleared);
+                      teardown closes every endpoint (``tcp.close_all``) and the event pool
+                      (``events.shutdown``) before conftest's ledger check. Parametrize it
+                      indirectly with an event mode: ``@pytest.mark.parametrize("net", MODES,
+                      indirect=True)``; firmware profiles come from ``PROFILES`` params.
+``wait(pred, ep)``    events.wait_until with a test deadline, polling through ``ep``.
+``connect(addr)``     a connected TcpEndpoint (or the raised error).
+``established_pair()``  (bitsnet endpoint, host socket) connected through a host listener.
+``recv_exactly``, ``send_all``  blocking loops over the non-blocking primitives.
+"""
+
+from __future__ import print_function
+
+import socket
+import threading
+
+import pytest
+
+from bitsnet import events, ipconfig, nic, tcp
+
+MODES = ["trampoline", "check-event", "efi-hook"]
+PROFILES = [pytest.param("edk2", marks=pytest.mark.machine(firmware="edk2")),
+            pytest.param("edk2-2015", marks=pytest.mark.machine(firmware="edk2-2015"))]
+DEADLINE = 20.0  # seconds any single wait in a test may take before it is a failure
+HOST = "127.0.0.1"
+
+
+@pytest.fixture
+def net(request, machine):
+    """The booted ``machine`` with bitsnet reset for it (see the module docstring)."""
+    wanted = getattr(request, "param", "trampoline")
+    if wanted == "trampoline":
+        from efisim.trampoline_build import ensure_trampoline
+        ensure_trampoline()
+    events.reset(wanted)
+    nic.reset()
+    saved = ipconfig.DHCP_TIMEOUT
+    yield machine
+    ipconfig.DHCP_TIMEOUT = saved
+    tcp.close_all(timeout=10.0)
+    leftover = events.shutdown()
+    nic.reset()
+    assert tcp.live_endpoints() == 0
+    assert leftover == 0, "tokens still outstanding: %r" % leftover
+
+
+def wait(predicate, ep=None, timeout=DEADLINE):
+    """Wait for ``predicate`` driving the firmware through ``ep``; False on timeout."""
+    poll = ep.progress if ep is not None else _progress_any
+    return events.wait_until(predicate, events.clock() + timeout, poll=poll)
+
+
+def _progress_any():
+    tcp._poll_any()
+
+
+def connect(address, timeout=DEADLINE, **options):
+    ep = tcp.TcpEndpoint()
+    for name, value in options.items():
+        ep.set_option(name, value)
+    ep.connect_start(address)
+    assert wait(lambda: not ep.connecting, ep, timeout)
+    err = ep.take_error()
+    if err:
+        ep.close()
+        raise socket.error(err, "connect failed")
+    assert ep.connected
+    return ep
+
+
+def send_all(ep, data, timeout=DEADLINE):
+    view = memoryview(data)
+    deadline = events.clock() + timeout
+    while len(view):
+        assert events.wait_until(ep.can_send, deadline, poll=ep.progress), "send timed out"
+        n = ep.send(view)
+        if n:
+            view = view[n:]
+
+
+def recv_some(ep, size=65536, timeout=DEADLINE):
+    """One recv: bytes (b"" at EOF); raises the endpoint's error."""
+    buf = bytearray(size)
+    assert wait(ep.can_recv, ep, timeout), "recv timed out"
+    n = ep.recv_into(buf, size)
+    assert n is not None
+    return bytes(buf[:n])
+
+
+def recv_exactly(ep, size, timeout=DEADLINE):
+    out = bytearray()
+    deadline = events.clock() + timeout
+    while len(out) < size:
+        chunk = recv_some(ep, min(65536, size - len(out)), max(0.1, deadline - events.clock()))
+        assert chunk, "EOF after %d of %d bytes" % (len(out), size)
+        out += chunk
+    return bytes(out)
+
+
+def recv_until_eof(ep, timeout=DEADLINE):
+    out = bytearray()
+    deadline = events.clock() + timeout
+    while True:
+        chunk = recv_some(ep, 65536, max(0.1, deadline - events.clock()))
+        if not chunk:
+            return bytes(out)
+        out += chunk
+
+
+class HostListener(object):
+    """A host listening socket; ``accepted()`` returns the next accepted host socket."""
+
+    def __init__(self, backlog=5):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((HOST, 0))
+        self.sock.listen(backlog)
+        self.sock.settimeout(DEADLINE)
+        self.port = self.sock.getsockname()[1]
+        self.address = (HOST, self.port)
+
+    def accepted(self):
+        conn, _ = self.sock.accept()
+        conn.settimeout(DEADLINE)
+        return conn
+
+    def close(self):
+        self.sock.close()
+
+
+def established_pair(**options):
+    """(TcpEndpoint, host socket, HostListener): a bitsnet client connected to a host server."""
+    listener = HostListener()
+    result = {}
+
+    def host_side():
+        result["conn"] = listener.accepted()
+
+    thread = threading.Thread(target=host_side)
+    thread.daemon = True
+    thread.start()
+    ep = connect(listener.address, **options)
+    thread.join(DEADLINE)
+    return ep, result["conn"], listener
