@@ -1,0 +1,364 @@
+"""``python -m bitsnet.selftest``: does networking work on this board, and if not, why?
+
+Usage at the boot prompt::
+
+    python -m bitsnet.selftest [--peer HOST[:PORT] | --url URL] [--timeout S] [--verbose]
+
+Without a peer it checks what the firmware offers and brings the address up. With ``--peer``
+(a host running ``tools/lab.py``) it also moves real traffic: a TCP echo round trip, a UDP echo,
+an HTTP download with its throughput, and a connection from the lab to a socket listening here.
+``--url`` only downloads that URL. Every check prints PASS, FAIL (the reason, and the EFI status
+behind it where there is one) or SKIP (why); the last line is ``N passed, N failed, N skipped``
+and the exit status is 1 when anything failed. Lines stay within an 80-column console.
+"""
+
+from __future__ import print_function
+
+import argparse
+import hashlib
+import json
+import sys
+import textwrap
+import time
+
+import efi
+
+import bitsnet
+from bitsnet import efidefs
+
+WIDTH = 80
+DOWNLOAD_BYTES = 4 * 1024 * 1024  # big enough to measure, small enough for a slow board
+ECHO_BYTES = 64 * 1024
+LINGER_LIMIT = 10.0  # seconds for graceful closes (2 s TIME_WAIT each) to finish at the end
+
+PROTOCOLS = [  # (short name, service GUID), in the order they are reported
+    ("IP4Config2", efidefs.EFI_IP4_CONFIG2_PROTOCOL_GUID),
+    ("TCP4", efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID),
+    ("UDP4", efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID),
+    ("DNS4", efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID),
+    ("IP6Config", efidefs.EFI_IP6_CONFIG_PROTOCOL_GUID),
+    ("TCP6", efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID),
+    ("UDP6", efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID),
+]
+
+_clock = getattr(time, "monotonic", time.time)
+
+
+class Fail(Exception):
+    """The check failed; the message says why in a firmware engineer's words."""
+
+
+class Skip(Exception):
+    """The check could not run here; the message says why."""
+
+
+def _explain(exc):
+    """Words for an exception escaping a check (socket errors carry the EFI status in their text)."""
+    if isinstance(exc, (Fail, Skip)):
+        return str(exc)
+    text = str(exc) or exc.__class__.__name__
+    if getattr(exc, "errno", None) is not None and not text.startswith("["):
+        text = "[Errno %s] %s" % (exc.errno, text)
+    return "%s: %s" % (exc.__class__.__name__, text)
+
+
+class Report(object):
+    """Runs checks in order and prints one PASS/FAIL/SKIP line each, with details below."""
+
+    def __init__(self, verbose=False, out=None):
+        self.verbose = verbose
+        self.out = out or sys.stdout
+        self.counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+        self.number = 0
+
+    def say(self, text):
+        for line in text.splitlines() or [""]:
+            indent = " " * (len(line) - len(line.lstrip()) + 2)
+            for piece in textwrap.wrap(line, WIDTH - 1, subsequent_indent=indent, break_on_hyphens=False) or [""]:
+                self.out.write(piece + "\n")
+        self.out.flush()
+
+    def check(self, title, function, *args):
+        """Run ``function(*args)``: its return value (text) is the detail; Fail/Skip say otherwise."""
+        self.number += 1
+        label = "%2d %s " % (self.number, title)
+        # The line is written when the check ends: progress a check prints (DHCP) stays above it.
+        start = _clock()
+        result, detail, value = "PASS", "", None
+        try:
+            value = function(*args)
+            detail = value if isinstance(value, str) else ""
+        except Skip as exc:
+            result, detail = "SKIP", _explain(exc)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # any failure is reported, never a traceback on the console
+            result, detail = "FAIL", _explain(exc)
+            if self.verbose:
+                import traceback
+                traceback.print_exc(file=self.out)
+        elapsed = "%.2f s" % (_clock() - start)
+        dots = "." * max(1, WIDTH - 1 - len(label) - 5 - len(elapsed) - 1)
+        self.out.write("%s%s %s %s\n" % (label, dots, result, elapsed))
+        if detail:
+            self.say("     " + detail.replace("\n", "\n     "))
+        self.counts[result] += 1
+        return value if result == "PASS" else None
+
+    def summary(self):
+        c = self.counts
+        line = "%d passed, %d failed" % (c["PASS"], c["FAIL"])
+        if c["SKIP"]:
+            line += ", %d skipped" % c["SKIP"]
+        self.say(line)
+        return 1 if c["FAIL"] else 0
+
+
+# --- The checks -------------------------------------------------------------------------------
+def check_protocols():
+    """Which network protocols the firmware offers, per handle."""
+    per_handle = {}  # type: dict
+    for name, guid in PROTOCOLS:
+        try:
+            handles = list(efi.locate_handles(guid))
+        except efi.EFIException:
+            continue
+        for handle in handles:
+            per_handle.setdefault(handle, []).append(name)
+    if not per_handle:
+        raise Fail("no network protocols at all: the NIC driver may not be loaded or the NIC not connected\n"
+                   "(bitsnet connects NICs itself in the next step)")
+    lines = ["handle 0x%x: %s" % (h or 0, " ".join(names)) for h, names in sorted(per_handle.items())]
+    usable = [names for names in per_handle.values() if "IP4Config2" in names and "TCP4" in names]
+    if not usable:
+        lines.append("no handle carries both IP4 Config2 and TCP4: bitsnet needs both")
+        raise Fail("\n".join(lines))
+    if not any("DNS4" in names for names in per_handle.values()):
+        lines.append("no DNS4 (common: it ships only with HTTP boot); bitsnet resolves over UDP")
+    return "\n".join(lines)
+
+
+def check_nic():
+    from bitsnet import ipconfig
+    interfaces = ipconfig.interfaces()
+    if not interfaces:
+        raise Fail("no NIC with IP4 Config2 and TCP4, even after ConnectController")
+    first = interfaces[0]
+    return "%s MAC %s (%d interface%s)" % (first["name"], first["mac"], len(interfaces),
+                                           "" if len(interfaces) == 1 else "s")
+
+
+def check_address(timeout):
+    from bitsnet import ipconfig
+    before = ipconfig.current()
+    start = _clock()
+    info = ipconfig.ensure_configured(timeout)
+    how = "already configured" if before is not None else "configured in %.2f s" % (_clock() - start)
+    return "%s netmask %s, %s" % (info.address, info.netmask, how)
+
+
+def check_gateway_and_dns():
+    from bitsnet import ipconfig
+    info = ipconfig.current()
+    if info is None:
+        raise Skip("no address")
+    gateway = info.gateway or "none"
+    dns = ", ".join(info.dns_servers) if info.dns_servers else "none (names will not resolve)"
+    return "gateway %s; DNS servers %s" % (gateway, dns)
+
+
+def check_resolution(socket, names):
+    results = []
+    for name in names:
+        try:
+            results.append("%s -> %s" % (name, socket.gethostbyname(name)))
+        except socket.gaierror as exc:
+            raise Fail("%s did not resolve: %s" % (name, _explain(exc)))
+    return "; ".join(results)
+
+
+def _split_peer(peer, default_port=8080):
+    host, _, port = peer.partition(":")
+    return host, int(port or default_port)
+
+
+def check_lab(socket, peer, timeout):
+    """GET /lab.json over a plain socket: proves TCP connect, send, receive and FIN."""
+    body = _http_get(socket, peer, "/lab.json", timeout)[1]
+    info = json.loads(body.decode("ascii"))
+    return info
+
+
+def _http_get(socket, peer, path, timeout):
+    """A minimal HTTP/1.0 GET; returns (headers dict, body bytes)."""
+    sock = socket.create_connection(peer, timeout)
+    try:
+        sock.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" % (path, peer[0])).encode("ascii"))
+        chunks = []
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        sock.close()
+    raw = b"".join(chunks)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    if not lines[0].startswith("HTTP/") or lines[0].split()[1] != "200":
+        raise Fail("HTTP GET %s answered %r" % (path, lines[0]))
+    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:]))
+    return headers, body
+
+
+def check_tcp_echo(socket, host, port, timeout):
+    data = bytes(bytearray(i % 251 for i in range(ECHO_BYTES)))
+    sock = socket.create_connection((host, port), timeout)
+    try:
+        start = _clock()
+        sock.sendall(b"x")
+        if sock.recv(1) != b"x":
+            raise Fail("echo of one byte came back wrong")
+        rtt = _clock() - start
+        sock.sendall(data)
+        received = bytearray()
+        while len(received) < len(data):
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise Fail("peer closed after %d of %d bytes" % (len(received), len(data)))
+            received += chunk
+        if bytes(received) != data:
+            raise Fail("echoed data differs from what was sent")
+    finally:
+        sock.close()
+    return "round trip %.1f ms; %d KiB echoed intact" % (rtt * 1000, ECHO_BYTES // 1024)
+
+
+def check_udp_echo(socket, host, port, timeout):
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    except socket.error as exc:
+        raise Skip("UDP sockets are not available: %s" % _explain(exc))
+    try:
+        sock.settimeout(timeout)
+        sock.sendto(b"bitsnet selftest", (host, port))
+        data, source = sock.recvfrom(2048)
+        if data != b"bitsnet selftest":
+            raise Fail("UDP echo came back wrong: %r" % data[:40])
+    finally:
+        sock.close()
+    return "datagram echoed by %s:%d" % source
+
+
+def check_download(socket, peer, size, timeout):
+    start = _clock()
+    headers, body = _http_get(socket, peer, "/bytes/%d" % size, timeout)
+    elapsed = max(_clock() - start, 1e-6)
+    if len(body) != size:
+        raise Fail("got %d of %d bytes" % (len(body), size))
+    if headers.get("x-sha256") and hashlib.sha256(body).hexdigest() != headers["x-sha256"]:
+        raise Fail("checksum mismatch: data was corrupted")
+    return "%d bytes in %.2f s: %.2f MB/s, checksum good" % (size, elapsed, size / elapsed / 1e6)
+
+
+def check_url(url, timeout):
+    try:
+        from urllib.request import urlopen
+    except ImportError:  # Python 2.7
+        from urllib2 import urlopen  # type: ignore
+    start = _clock()
+    body = urlopen(url, timeout=timeout).read()
+    elapsed = max(_clock() - start, 1e-6)
+    return "%d bytes in %.2f s (%.2f MB/s)" % (len(body), elapsed, len(body) / elapsed / 1e6)
+
+
+def check_listen(socket, peer, address, timeout):
+    """A socket listening here, reached from the lab (GET /connect/...)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind(("", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        token = "bitsnet-%d" % port
+        _http_get(socket, peer, "/connect/%s/%d/%s" % (address, port, token), timeout)
+        listener.settimeout(timeout)
+        conn, source = listener.accept()
+        try:
+            conn.settimeout(timeout)
+            got = b""
+            while True:
+                data = conn.recv(100)
+                if not data:
+                    break
+                got += data
+        finally:
+            conn.close()
+    finally:
+        listener.close()
+    if got != token.encode("ascii"):
+        raise Fail("lab connected but sent %r" % got)
+    return "port %d reached from %s" % (port, source[0])
+
+
+def check_invariants():
+    """Everything closed above must be released: no EFI child, token or event left behind."""
+    from bitsnet import events, nic, tcp
+    deadline = _clock() + LINGER_LIMIT
+    while tcp.live_endpoints() and _clock() < deadline:
+        tcp.reap()
+        events.wait_until(lambda: False, _clock() + 0.05)
+    problems = []
+    if tcp.live_endpoints():
+        problems.append("%d sockets still closing" % tcp.live_endpoints())
+    children = nic.default_nic().children()
+    if children:
+        problems.append("%d EFI children not destroyed" % children)
+    if events.outstanding():
+        problems.append("%d EFI tokens still outstanding" % events.outstanding())
+    if problems:
+        raise Fail("; ".join(problems))
+    return "no EFI child or token left; %d completions seen" % events.stats["completions"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bitsnet.selftest",
+                                     description="Check that networking works in this firmware.")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--peer", metavar="HOST[:PORT]", help="a host running tools/lab.py (default port 8080)")
+    target.add_argument("--url", help="only download this http:// URL")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per step (default 30)")
+    parser.add_argument("--verbose", action="store_true", help="tracebacks for failures")
+    args = parser.parse_args(argv)
+
+    bitsnet.install()
+    import socket
+    report = Report(args.verbose)
+    report.say("bitsnet %s selftest, Python %s on %s" % (bitsnet.__version__, sys.version.split()[0],
+                                                         sys.platform))
+    report.check("firmware network protocols", check_protocols)
+    report.check("network interface", check_nic)
+    address = report.check("IPv4 address", check_address, args.timeout)
+    if address is None:
+        report.say("without an address nothing else can work")
+        return report.summary()
+    report.check("gateway and DNS servers", check_gateway_and_dns)
+    report.check("local name resolution", check_resolution, socket, ["localhost"])
+    if args.url:
+        report.check("download %s" % args.url[:40], check_url, args.url, args.timeout)
+    elif args.peer:
+        peer = _split_peer(args.peer)
+        lab = report.check("TCP connect to lab %s:%d" % peer, check_lab, socket, peer, args.timeout)
+        if lab is not None:
+            report.check("TCP echo", check_tcp_echo, socket, peer[0], lab["tcp_echo"], args.timeout)
+            report.check("UDP echo", check_udp_echo, socket, peer[0], lab["udp_echo"], args.timeout)
+            report.check("HTTP download", check_download, socket, peer, DOWNLOAD_BYTES, args.timeout)
+            report.check("listening socket reached from lab", check_listen, socket, peer,
+                         address.split()[0], args.timeout)
+    else:
+        report.say("no --peer: traffic checks skipped (run tools/lab.py on a host, then --peer HOST:PORT)")
+    report.check("socket layer released everything", check_invariants)
+    return report.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
