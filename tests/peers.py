@@ -73,11 +73,14 @@ class HttpPeer(object):
 
 class _EchoHandler(socketserver.BaseRequestHandler):
     def handle(self):
-        while True:
-            data = self.request.recv(65536)
-            if not data:
-                return
-            self.request.sendall(data)
+        try:
+            while True:
+                data = self.request.recv(65536)
+                if not data:
+                    return
+                self.request.sendall(data)
+        except socket.error:  # the firmware side aborted (RST): nothing to echo to
+            return
 
 
 class _ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
