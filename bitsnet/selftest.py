@@ -15,8 +15,10 @@ and the exit status is 1 when anything failed. Lines stay within an 80-column co
 from __future__ import print_function
 
 import argparse
+import errno
 import hashlib
 import json
+import os
 import sys
 import textwrap
 import time
@@ -184,7 +186,13 @@ def _split_peer(peer, default_port=8080):
 
 def check_lab(socket, peer, timeout):
     """GET /lab.json over a plain socket: proves TCP connect, send, receive and FIN."""
-    body = _http_get(socket, peer, "/lab.json", timeout)[1]
+    try:
+        body = _http_get(socket, peer, "/lab.json", timeout)[1]
+    except socket.error as exc:
+        if getattr(exc, "errno", None) == errno.ECONNREFUSED:
+            raise Fail("nothing listens on %s:%d (connection refused): is tools/lab.py running there, "
+                       "on that port, and not firewalled?" % peer)
+        raise
     info = json.loads(body.decode("ascii"))
     return info
 
@@ -324,7 +332,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bitsnet.selftest",
                                      description="Check that networking works in this firmware.")
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--peer", metavar="HOST[:PORT]", help="a host running tools/lab.py (default port 8080)")
+    target.add_argument("--peer", metavar="HOST[:PORT]", default=os.environ.get("BITSNET_LAB"),
+                        help="a host running tools/lab.py (default port 8080); default: $BITSNET_LAB, "
+                             "which efirun.py --lab sets (in BITS: 'set BITSNET_LAB=HOST:PORT' in GRUB)")
     target.add_argument("--url", help="only download this http:// URL")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per step (default 30)")
     parser.add_argument("--verbose", action="store_true", help="tracebacks for failures")
@@ -355,7 +365,8 @@ def main(argv=None):
             report.check("listening socket reached from lab", check_listen, socket, peer,
                          address.split()[0], args.timeout)
     else:
-        report.say("no --peer: traffic checks skipped (run tools/lab.py on a host, then --peer HOST:PORT)")
+        report.say("no --peer: traffic checks skipped\n"
+                   "  (run tools/lab.py on a host, then --peer HOST:PORT)")
     report.check("socket layer released everything", check_invariants)
     return report.summary()
 

@@ -3,7 +3,9 @@ line, __main__ semantics, exit codes, and that each machine option really change
 
 from __future__ import print_function
 
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -60,7 +62,7 @@ def test_help_lists_every_option():
     assert status == 0
     for option in ("--address", "--gateway", "--static", "--dhcp-delay", "--no-dhcp", "--dns-server",
                    "--no-dns4", "--firmware", "--seed", "--nic-disconnected", "--timer-stopped", "--faults",
-                   "--no-install", "--no-trampoline", "--ledger", "-m MODULE", "-c CODE", "SCRIPT"):
+                   "--no-install", "--no-trampoline", "--ledger", "--lab", "-m MODULE", "-c CODE", "SCRIPT"):
         assert option in out, option
     assert "sys.platform" in out  # documents that it is not faked
 
@@ -222,3 +224,88 @@ def test_option_value_forms():
     for args in (["--address=127.0.0.4/8"], ["--addr", "127.0.0.4/8"], ["--address", "127.0.0.4/8"]):
         status, out, err = run_efirun(args + ["--static", "-c", code])
         assert (status, out.strip()) == (0, "127.0.0.4"), (args, err)
+
+
+# ----------------------------------------------------------------------------- --lab
+# Runs in the simulated machine: fetches /lab.json from BITSNET_LAB through bitsnet (so DHCP,
+# TCP connect, send, receive and FIN work against the lab) and records what it saw in argv[1].
+LAB_PROBE = textwrap.dedent("""
+    import json, os, socket, sys
+    from efisim import machine
+    host, port = os.environ["BITSNET_LAB"].split(":")
+    conn = socket.create_connection((host, int(port)), 10)
+    conn.sendall(b"GET /lab.json HTTP/1.0\\r\\n\\r\\n")
+    reply = b""
+    while True:
+        data = conn.recv(65536)
+        if not data:
+            break
+        reply += data
+    conn.close()
+    m = machine.current()
+    seen = {"lab": os.environ["BITSNET_LAB"], "info": json.loads(reply.split(b"\\r\\n\\r\\n", 1)[1].decode("ascii")),
+            "dns_servers": m.config.dns_servers, "dns_ports": sorted(m.nic.dns_ports.items()),
+            "socket": socket.socket.__module__, "peer_is_bitsnet": type(conn).__module__}
+    with open(sys.argv[1], "w") as f:
+        json.dump(seen, f)
+""")
+
+# Calls efirun.main() in-process, then checks from the outside that the lab stopped and the
+# environment is as before. The host's socket module is taken before bitsnet.install() runs.
+LAB_STOP_CHECK = textwrap.dedent("""
+    from __future__ import print_function
+    import json, os, socket, sys
+    tools, code, seen_file = sys.argv[1:4]  # main() sets sys.argv for the program, as Python does
+    sys.path.insert(0, tools)
+    import efirun
+    status = efirun.main(["--lab", "-c", code, seen_file])
+    seen = json.load(open(seen_file))
+    host, port = seen["lab"].split(":")
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe.settimeout(5)
+    try:
+        probe.connect((host, int(port)))
+        stopped = False
+    except socket.error:
+        stopped = True
+    probe.close()
+    print(status, "BITSNET_LAB" in os.environ, stopped)
+""")
+
+
+def test_lab_serves_the_machine_and_dhcp_hands_out_its_dns(tmpdir):
+    seen_file = str(tmpdir.join("seen.json"))
+    status, out, err = run_efirun(["--lab", "--dns-server", "127.0.0.3:5353", "-c", LAB_PROBE, seen_file])
+    assert status == 0, err
+    line = [x for x in err.splitlines() if x.startswith("efirun: lab on ")]
+    assert line, err
+    ports = [int(p) for p in re.findall(r"(?:http|echo|dns) (\d+)", line[0])]
+    http, echo, dns = ports
+    with open(seen_file) as f:
+        seen = json.load(f)
+    assert seen["lab"] == "127.0.0.1:%d" % http
+    assert (seen["info"]["tcp_echo"], seen["info"]["dns"]) == (echo, dns)  # the lab answered, through bitsnet
+    assert seen["dns_servers"] == ["127.0.0.3:5353", "127.0.0.1:%d" % dns]  # --dns-server first, then the lab
+    assert seen["dns_ports"] == [["127.0.0.1", dns], ["127.0.0.3", 5353]]
+    assert seen["peer_is_bitsnet"] == "socket" and seen["socket"] == "socket"
+
+
+def test_lab_stops_and_environment_is_restored_in_process(tmpdir):
+    seen_file = str(tmpdir.join("seen.json"))
+    proc = subprocess.Popen([sys.executable, "-c", LAB_STOP_CHECK, os.path.join(ROOT, "tools"), LAB_PROBE,
+                             seen_file], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict((k, v) for k, v in os.environ.items() if k != "BITSNET_LAB"))
+    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
+    timer.start()
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    assert proc.returncode == 0, err.decode("utf-8", "replace")
+    assert out.decode("ascii").split()[-3:] == ["0", "False", "True"], err.decode("utf-8", "replace")
+
+
+def test_lab_and_a_dns_server_on_its_address_is_a_usage_error():
+    status, out, err = run_efirun(["--lab", "--dns-server", "127.0.0.1:5353", "-c", "pass"])
+    assert status == 2 and "--lab serves DNS on 127.0.0.1" in err, err
+    assert "efirun: lab on" not in err  # refused before anything started

@@ -21,6 +21,12 @@ there to be used. Order of events:
 6. bitsnet's own cleanup runs if bitsnet was used (graceful closes finish, pooled events are
    closed), the ledger is printed with ``--ledger``, and the machine shuts down.
 
+With ``--lab``, before step 2 the peer servers of ``tools/lab.py`` (HTTP, TCP and UDP echo,
+DNS) start in this process on 127.0.0.1 with free ports; the machine's DHCP hands out the
+lab's DNS server, ``BITSNET_LAB=127.0.0.1:<http port>`` is put in the environment (the
+default ``--peer`` of ``bitsnet.selftest``), one line ``efirun: lab on ...`` goes to stderr,
+and the lab stops after step 6. So ``efirun.py --lab -m bitsnet.selftest`` needs nothing else.
+
 ``sys.platform`` is deliberately NOT faked: it stays the host's (``linux``), while in BITS it
 is ``"BITS-EFI"``. Faking it would send the standard library down code paths for a platform it
 does not know; code that must tell BITS from the host should test for the ``efi`` module.
@@ -38,11 +44,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BOOT_PYTHON = os.path.join(HERE, "efisim", "boot_python")
 CLEANUP_TIMEOUT = 10.0  # seconds for bitsnet's background graceful closes (TIME_WAIT is 2 s, facts 3.3)
+LAB_HOST = "127.0.0.1"
+LAB_ENV = "BITSNET_LAB"  # HOST:PORT of the lab's HTTP server; bitsnet.selftest's default --peer
 
 EPILOG = """\
 The machine: one NIC (eth0) with IP4 Config2 (policy Static, no address, until DHCP is
 started), TCP4, and UDP4/DNS4 when those drivers exist. DHCP hands out --address with
 --gateway as router and --dns-server as DNS option. All traffic is on the host loopback.
+
+--lab: the peers of tools/lab.py (HTTP, TCP+UDP echo, DNS) run in this process on 127.0.0.1;
+DHCP hands out their DNS server (after any --dns-server), BITSNET_LAB=127.0.0.1:<http port> is
+set for the program (bitsnet.selftest's default --peer). Main job:
+    python3 tools/efirun.py --lab -m bitsnet.selftest
 
 sys.platform is NOT faked (it stays the host's; BITS says "BITS-EFI"): test for the efi
 module instead.
@@ -89,6 +102,9 @@ def build_parser():
     net.add_argument("--faults", default="", metavar="SPEC",
                      help="fault injection, e.g. delay=0.1,tx_fail=2,rx_piece=100,reset_after=5000,no_dhcp")
     run = parser.add_argument_group("the run")
+    run.add_argument("--lab", action="store_true",
+                     help="start tools/lab.py's peers (HTTP, TCP+UDP echo, DNS) on 127.0.0.1 for the run; "
+                          "DHCP hands out its DNS server and BITSNET_LAB=HOST:PORT names its HTTP server")
     run.add_argument("--no-trampoline", action="store_true",
                      help="do not build/load _bitsnet_trampoline (bitsnet then uses the _efi hook)")
     run.add_argument("--no-install", action="store_true", help="do not call bitsnet.install()")
@@ -145,6 +161,40 @@ def set_import_path(first):
     sys.path[:0] = [BOOT_PYTHON, ROOT, HERE]
     # Python puts the script's directory (or '' for -m/-c) first; so do we, after BITS's path.
     sys.path.insert(1, first)
+
+
+def start_lab():
+    """Start ``tools/lab.py``'s servers on loopback (free ports); returns the running Lab.
+
+    Imported from this file's directory whatever ``sys.path`` holds, so that a script's own
+    ``lab.py`` cannot stand in for it.
+    """
+    sys.path.insert(0, HERE)
+    try:
+        import lab as labmodule
+    finally:
+        sys.path.remove(HERE)
+    return labmodule.Lab(host=LAB_HOST, port=0).start()
+
+
+class _Environment(object):
+    """Set environment variables for the run and put back what was there before."""
+
+    def __init__(self):
+        self._saved = {}  # type: dict
+
+    def set(self, name, value):
+        if name not in self._saved:
+            self._saved[name] = os.environ.get(name)
+        os.environ[name] = value
+
+    def restore(self):
+        for name, value in self._saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved.clear()
 
 
 def prepare_runtime(opts):
@@ -253,11 +303,38 @@ def main(args=None):
     else:
         set_import_path(os.path.dirname(os.path.abspath(program_args[0])))
     from efisim import machine as efimachine
+    options = machine_options(opts)
     try:
-        config = efimachine.MachineConfig(**machine_options(opts))
+        efimachine.MachineConfig(**options)  # usage errors before anything starts
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
-    booted = efimachine.boot(config)
+    if opts.lab and [s for s in opts.dns_server if s.partition(":")[0] == LAB_HOST]:
+        # The simulated NIC maps each DNS server address to one host port (ip4config2 dns_ports).
+        parser.error("--lab serves DNS on %s itself: give --dns-server on another loopback address" % LAB_HOST)
+    lab, environment = None, _Environment()
+    # bitsnet.install() takes socket-using modules (SocketServer, the lab's own...) out of
+    # sys.modules; on Python 2 a module that is freed has its globals set to None, which would
+    # break the lab's server threads still running their code. Holding every module until the
+    # lab has stopped keeps them intact (what a BITS program runs is unaffected).
+    held_modules = dict(sys.modules)
+    try:
+        if opts.lab:
+            lab = start_lab()
+            held_modules.update(sys.modules)
+            options["dns_servers"] = options["dns_servers"] + ["%s:%d" % (LAB_HOST, lab.dns_port)]
+            environment.set(LAB_ENV, "%s:%d" % (LAB_HOST, lab.port))
+            print("efirun: %s" % lab.describe(), file=sys.stderr)
+            sys.stderr.flush()
+        return boot_and_run(efimachine.boot(efimachine.MachineConfig(**options)), opts, program_args)
+    finally:
+        if lab is not None:
+            lab.stop()
+        environment.restore()
+        held_modules.clear()
+
+
+def boot_and_run(booted, opts, program_args):
+    """Steps 3 to 6 on the booted machine; returns the exit status."""
     status = 1
     try:
         prepare_runtime(opts)

@@ -1,0 +1,106 @@
+"""``python -m bitsnet.selftest`` end to end, the README's main job: run by tools/efirun.py on the
+simulated machine against tools/lab.py's real peers on loopback (``--lab``); and with a failure
+injected (no DHCP answer, the peer down) it must say what is wrong and exit non-zero."""
+
+from __future__ import print_function
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
+RUN_TIMEOUT = 180.0  # the whole selftest takes a few seconds; this only stops a hang
+STEP_TIMEOUT = "5"  # selftest --timeout for the failure runs: each waits for it once
+SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed(, (\d+) skipped)?$")
+# The checks that need the lab; each line reads " N <title> ..... PASS 0.12 s".
+TRAFFIC_CHECKS = ("TCP connect to lab", "TCP echo", "HTTP download", "listening socket reached from lab")
+
+
+def selftest(*args):
+    """(exit status, stdout lines, stderr) of ``python tools/efirun.py ARGS`` (ARGS hold -m ...)."""
+    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
+    timer.start()
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    return proc.returncode, out.decode("utf-8", "replace").splitlines(), err.decode("utf-8", "replace")
+
+
+def squash(text):
+    """``text`` without whitespace: the report wraps long lines at column 79, inside words too."""
+    return "".join(text.split()).lower()
+
+
+def result_of(lines, title):
+    """PASS/FAIL/SKIP of the check called ``title``, and the detail lines below it (joined)."""
+    for i, line in enumerate(lines):
+        match = re.match(r"^ ?\d+ (.*?) \.+ (PASS|FAIL|SKIP) [\d.]+ s$", line)
+        if match and match.group(1).startswith(title):
+            detail = []
+            for following in lines[i + 1:]:
+                if not following.startswith("     "):
+                    break
+                detail.append(following.strip())
+            return match.group(2), " ".join(detail)
+    raise AssertionError("no check %r in the report:\n%s" % (title, "\n".join(lines)))
+
+
+def closed_port():
+    """A loopback port with nothing listening (bound once, then released)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+    finally:
+        probe.close()
+
+
+def test_main_job_passes_against_the_lab():
+    status, lines, err = selftest("--lab", "-m", "bitsnet.selftest")
+    report = "\n".join(lines) + "\n" + err
+    assert "efirun: lab on 127.0.0.1: http " in err, report
+    assert lines and SUMMARY.match(lines[-1]), report
+    passed, failed = int(SUMMARY.match(lines[-1]).group(1)), int(SUMMARY.match(lines[-1]).group(2))
+    assert (status, failed) == (0, 0), report
+    assert passed == len([line for line in lines if re.search(r" PASS [\d.]+ s$", line)])
+    # --lab exports BITSNET_LAB: the selftest must use it as its peer and move real traffic.
+    assert not [line for line in lines if line.startswith("no --peer")], \
+        "selftest ignored BITSNET_LAB (its default --peer):\n" + report
+    for title in TRAFFIC_CHECKS:
+        assert result_of(lines, title)[0] == "PASS", (title, report)
+    assert squash(result_of(lines, "gateway and DNS servers")[1]).endswith("dnsservers127.0.0.1"), report  # lab's
+    assert result_of(lines, "socket layer released everything")[0] == "PASS", report
+
+
+def test_no_dhcp_answer_is_explained():
+    status, lines, err = selftest("--lab", "--no-dhcp", "-m", "bitsnet.selftest", "--timeout", STEP_TIMEOUT)
+    report = "\n".join(lines) + "\n" + err
+    assert status != 0, report
+    result, detail = result_of(lines, "IPv4 address")
+    assert result == "FAIL" and "dhcp" in squash(detail) and "noanswer" in squash(detail), report
+    match = SUMMARY.match(lines[-1])
+    assert match and int(match.group(2)) >= 1, report
+    assert "Traceback" not in report
+
+
+def test_peer_down_is_explained():
+    port = closed_port()
+    status, lines, err = selftest("--lab", "-m", "bitsnet.selftest", "--peer", "127.0.0.1:%d" % port,
+                                  "--timeout", STEP_TIMEOUT)
+    report = "\n".join(lines) + "\n" + err
+    assert status != 0, report
+    result, detail = result_of(lines, "TCP connect to lab 127.0.0.1:%d" % port)
+    assert result == "FAIL" and "refused" in squash(detail), report
+    for title in TRAFFIC_CHECKS[1:]:  # nothing to talk to: not attempted
+        assert not [line for line in lines if re.match(r"^ ?\d+ %s " % re.escape(title), line)], report
+    assert result_of(lines, "socket layer released everything")[0] == "PASS", report
+    match = SUMMARY.match(lines[-1])
+    assert match and int(match.group(2)) == 1, report
+    assert "Traceback" not in report
