@@ -1,0 +1,152 @@
+"""A small DNS server on loopback for the tests (RFC 1035 over UDP, one question per query).
+
+``DnsPeer(records)`` serves ``records``: {name: [(type, value), ...]} with ``type`` "A" (value:
+dotted quad), "CNAME" (value: target name; the chain is followed within the table and every
+record of it is answered, as a recursive server does) or "PTR" (value: name; the key is the
+in-addr.arpa name, see ``reverse_name``). Unknown names get NXDOMAIN. Behaviours per name:
+``silent`` (never answered), ``servfail`` (rcode 2), ``truncated`` (TC bit set and the answer
+cut short), ``wrong_id`` (the answer carries another ID). ``queries`` records (name, qtype)
+of every query received, in order. Runs in a daemon thread on 127.0.0.1 and an ephemeral port;
+use it as a context manager.
+"""
+
+from __future__ import print_function
+
+import socket
+import struct
+import threading
+
+HOST = "127.0.0.1"
+TYPES = {"A": 1, "CNAME": 5, "PTR": 12}
+TTL = 60
+
+
+def encode_name(name):
+    # type: (str) -> bytes
+    out = b""
+    for label in name.strip(".").split("."):
+        if label:
+            raw = label.encode("ascii")
+            out += struct.pack("!B", len(raw)) + raw
+    return out + b"\x00"
+
+
+def reverse_name(address):
+    # type: (str) -> str
+    return ".".join(reversed(address.split("."))) + ".in-addr.arpa"
+
+
+def parse_question(query):
+    """(ident, flags, name, qtype, question bytes) of a query, or None if it is malformed."""
+    if len(query) < 12:
+        return None
+    ident, flags, qdcount = struct.unpack("!HHH", query[:6])
+    data = bytearray(query)
+    labels, offset = [], 12
+    while offset < len(data) and data[offset]:
+        length = data[offset]
+        if length > 63:
+            return None
+        labels.append(bytes(data[offset + 1:offset + 1 + length]).decode("ascii", "replace"))
+        offset += length + 1
+    end = offset + 5
+    if qdcount != 1 or end > len(data):
+        return None
+    qtype = struct.unpack("!H", query[offset + 1:offset + 3])[0]
+    return ident, flags, ".".join(labels).lower(), qtype, query[12:end]
+
+
+class DnsPeer(object):
+    def __init__(self, records=None, silent=(), servfail=(), truncated=(), wrong_id=()):
+        self.records = dict((k.lower(), v) for k, v in (records or {}).items())
+        self.silent = set(n.lower() for n in silent)
+        self.servfail = set(n.lower() for n in servfail)
+        self.truncated = set(n.lower() for n in truncated)
+        self.wrong_id = set(n.lower() for n in wrong_id)
+        self.queries = []  # type: list
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((HOST, 0))
+        self.sock.settimeout(0.05)
+        self.port = self.sock.getsockname()[1]
+        self.address = "%s:%d" % (HOST, self.port)
+        self._stop = False
+        self.thread = threading.Thread(target=self._serve, name="dnspeer")
+        self.thread.daemon = True
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+    def _serve(self):
+        while not self._stop:
+            try:
+                query, client = self.sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            except (OSError, IOError):
+                return
+            reply = self.answer(query)
+            if reply:
+                try:
+                    self.sock.sendto(reply, client)
+                except (OSError, IOError):
+                    pass
+
+    def chain(self, name, qtype):
+        """The answer records for (name, qtype): CNAMEs followed, then the records of the type."""
+        out, seen = [], set()
+        while name not in seen:
+            seen.add(name)
+            records = self.records.get(name, [])
+            wanted = [(name, t, v) for t, v in records if TYPES[t] == qtype]
+            if wanted:
+                return out + wanted
+            cnames = [(name, t, v) for t, v in records if t == "CNAME"]
+            if not cnames:
+                return out
+            out.append(cnames[0])
+            name = cnames[0][2].lower()
+        return out
+
+    def answer(self, query):
+        # type: (bytes) -> bytes
+        parsed = parse_question(query)
+        if parsed is None:
+            return struct.pack("!HHHHHH", struct.unpack("!H", query[:2])[0] if len(query) >= 2 else 0,
+                               0x8001, 0, 0, 0, 0)  # FORMERR
+        ident, flags, name, qtype, question = parsed
+        self.queries.append((name, qtype))
+        if name in self.silent:
+            return b""
+        if name in self.wrong_id:
+            ident ^= 0x5A5A
+        rd = flags & 0x0100
+        if name in self.servfail:
+            return struct.pack("!HHHHHH", ident, 0x8082 | rd, 1, 0, 0, 0) + question
+        if name not in self.records:
+            return struct.pack("!HHHHHH", ident, 0x8083 | rd, 1, 0, 0, 0) + question  # NXDOMAIN
+        answers = b""
+        records = self.chain(name, qtype)
+        offsets = {name: 12}  # names already in the message, for compression pointers
+        base = 12 + len(question)
+        for owner, kind, value in records:
+            if owner in offsets:
+                answers += struct.pack("!H", 0xC000 | offsets[owner])
+            else:
+                answers += encode_name(owner)
+            if kind == "A":
+                rdata = socket.inet_aton(value)
+            else:
+                rdata = encode_name(value)
+                offsets.setdefault(value.lower(), base + len(answers) + 10)
+            answers += struct.pack("!HHLH", TYPES[kind], 1, TTL, len(rdata)) + rdata
+        flags = 0x8080 | rd  # QR, RA
+        if name in self.truncated:
+            flags |= 0x0200  # TC
+            answers = answers[:len(answers) // 2]
+        return struct.pack("!HHHHHH", ident, flags, 1, len(records), 0, 0) + question + answers

@@ -1,0 +1,996 @@
+"""Models EDK2 NetworkPkg/Udp4Dxe (Udp4Main.c, Udp4Impl.c); quirks are marked `# EDK2 quirk:`.
+
+One ``Udp4Driver`` per NIC installs EFI_UDP4_SERVICE_BINDING_PROTOCOL on the NIC handle; each
+child (``Udp4Child``) is one UDP4_INSTANCE_DATA. What is modelled (../shared/efi-network-facts.md):
+
+* Configure (4.2): validation, Configure(NULL) on an unconfigured child is a no-op, the
+  reconfigure rules (EFI_ALREADY_STARTED), UseDefaultAddress without an address (EFI_NO_MAPPING and
+  the switch of the NIC's policy to Dhcp, 3.7), port clashes (EFI_ACCESS_DENIED),
+  AllowDuplicatePort, AcceptAnyPort and the driver-global ephemeral counter.
+* Transmit: every EFI_INVALID_PARAMETER rule, EFI_BAD_BUFFER_SIZE above 65507 bytes, no route ->
+  EFI_NOT_FOUND at once, session data overriding the configured addresses and ports. The datagram
+  goes out inside Transmit -- MNP copies the fragments into its transmit buffer and SNP sends it
+  synchronously -- and the token is signalled before Transmit returns, as OVMF does (fwtest
+  trace 30_udp_basic: every udp-transmit completes "sync").
+* Receive: the driver owns each delivered EFI_UDP4_RECEIVE_DATA until the application signals its
+  RecycleSignal; datagrams without a posted token queue without limit and die after
+  ReceiveTimeout; ICMP errors complete the next receive token with RxData NULL.
+
+The wire is the host's loopback. The driver keeps one host UDP socket per bound (address, port)
+(``_HostPort``) and demultiplexes what arrives to its children by EDK2's matching rules -- like
+the service-wide IpIo instance of Udp4Dxe -- so AllowDuplicatePort children each get their own
+copy. Pacing (3.4): each host socket is a NIC frame source; one datagram (or one ICMP error) is
+one frame, taken by MNP's 10 ms timer or by a Poll. ICMP errors come from the host kernel through
+IP_RECVERR and the socket's error queue. What a host socket cannot express, and the choice made:
+
+* Broadcast: the simulated LAN's broadcast domain is 127.0.0.0/8, so a datagram to
+  255.255.255.255 leaves as a broadcast to 127.255.255.255 (never to the host's real networks); a
+  host peer bound to 0.0.0.0 or 127.255.255.255 receives it. Children that accept broadcasts get a
+  second host socket bound to 127.255.255.255:port; what arrives there is seen as a datagram to
+  255.255.255.255. If the host refuses the send, the datagram is lost and the token still
+  completes with EFI_SUCCESS, as a frame no station wanted.
+* Destinations outside 127.0.0.0/8 (reached through a gateway) are not sent at all: the token
+  completes with EFI_SUCCESS and nothing ever answers, as on a network that drops them.
+* A datagram that reaches a host socket of ours but matches no child is dropped silently; EDK2
+  would answer with ICMP port unreachable, which an unprivileged host process cannot send.
+* DNS servers on unusual ports (MachineConfig(dns_servers=["127.0.0.1:5353"])): datagrams to
+  (server, 53) go to (server, port) and replies from there appear to come from port 53.
+* Multicast groups are bookkept (Groups) but nothing is sent to or received from a group.
+* A port below 1024 that the host refuses to an unprivileged process is bound all the same, but
+  nothing arrives there and what is sent from it is lost.
+* Configure(NULL) while received datagrams are not yet recycled is recorded as a firmware fault
+  (``FIRMWARE.crashes``): EDK2 ASSERTs there in debug builds. Unrecycled datagrams are counted in
+  the ledger as ``udp4_unrecycled`` until the application signals their RecycleSignal.
+"""
+
+from __future__ import print_function
+
+import collections
+import ctypes
+import errno
+import random
+import socket as _host_socket
+from ctypes import POINTER, byref, c_void_p
+
+from bitsnet import efidefs
+from efisim import uefi
+from efisim.firmware import FIRMWARE, _now, efiapi
+from efisim.nic import ip_to_int
+
+S = uefi  # status codes
+
+UDP4_PORT_KNOWN = 1024  # the ephemeral counter lives in 1024..65535 (Udp4Bind)
+UDP4_MAX_DATA_SIZE = 65507  # 65535 - 20 (IP header) - 8 (UDP header)
+UDP4_TIMEOUT_INTERVAL = 0.050  # Udp4CheckTimeout runs every 50 ms (ReceiveTimeout granularity)
+IP4_FRAGMENT_PAYLOAD = 1480  # a 1500-byte MTU carries 1480 bytes of IP payload per fragment
+MAX_PACKET_SIZE = 1480
+EFI_IP_PROTO_UDP = 17
+EFI_SIMPLE_NETWORK_INITIALIZED = 2
+LIMITED_BROADCAST = "255.255.255.255"
+WIRE_BROADCAST = "127.255.255.255"  # where the limited broadcast goes on the loopback wire
+IP_RECVERR = getattr(_host_socket, "IP_RECVERR", 11)  # Linux: queue ICMP errors on the socket
+MSG_ERRQUEUE = getattr(_host_socket, "MSG_ERRQUEUE", 0x2000)
+RETIRED_KEEP = 256  # recycled receive buffers stay mapped (and poisoned) this long
+POISON = 0xAF
+
+# Host errno of an ICMP error -> the status the receive token completes with (facts 4.2).
+ICMP_STATUS = {
+    errno.ECONNREFUSED: S.EFI_PORT_UNREACHABLE,
+    errno.EHOSTUNREACH: S.EFI_HOST_UNREACHABLE,
+    errno.ENETUNREACH: S.EFI_NETWORK_UNREACHABLE,
+    errno.EPROTO: S.EFI_PROTOCOL_UNREACHABLE,
+}
+
+
+def _address(pointer):
+    """The address a ctypes pointer argument points to; 0 for NULL."""
+    if pointer is None:
+        return 0
+    if isinstance(pointer, int) or type(pointer).__name__ == "long":
+        return int(pointer)
+    return ctypes.cast(pointer, c_void_p).value or 0
+
+
+def _errno(exc):
+    return getattr(exc, "errno", None) or (exc.args[0] if exc.args else None)
+
+
+def _ip(address_struct):
+    return efidefs.ipv4_text(address_struct)
+
+
+def _valid_netmask(mask):
+    inverted = ~ip_to_int(mask) & 0xFFFFFFFF
+    return inverted & (inverted + 1) == 0
+
+
+def _unicast(address, mask):
+    """NetIp4IsUnicast: not 0, not class D/E, not the subnet's network or broadcast address."""
+    ip, m = ip_to_int(address), ip_to_int(mask)
+    if ip == 0 or ip >= 0xE0000000:
+        return False
+    if m and m != 0xFFFFFFFF and (ip & ~m & 0xFFFFFFFF in (0, ~m & 0xFFFFFFFF)):
+        return False
+    return True
+
+
+def _multicast(address):
+    return 0xE0000000 <= ip_to_int(address) <= 0xEFFFFFFF
+
+
+def _same_subnet(a, b, mask):
+    m = ip_to_int(mask)
+    return ip_to_int(a) & m == ip_to_int(b) & m
+
+
+def _loopback(address):
+    return address.startswith("127.")
+
+
+def _udp_socket():
+    """A non-blocking host UDP socket that may broadcast and queues ICMP errors (IP_RECVERR)."""
+    sock = _host_socket.socket(_host_socket.AF_INET, _host_socket.SOCK_DGRAM)
+    sock.setblocking(False)
+    sock.setsockopt(_host_socket.SOL_SOCKET, _host_socket.SO_BROADCAST, 1)
+    try:
+        sock.setsockopt(_host_socket.IPPROTO_IP, IP_RECVERR, 1)
+    except (OSError, IOError):
+        pass  # not Linux: ICMP errors reach only what the host reports on its own
+    return sock
+
+
+class _Datagram(object):
+    """One received datagram as the IpIo layer hands it to UDP4: payload and the session."""
+
+    def __init__(self, data, source, sport, destination, dport):
+        self.data = data
+        self.source, self.sport = source, sport
+        self.destination, self.dport = destination, dport
+        self.arrived = _now()
+
+
+class _Delivered(object):
+    """A driver-owned EFI_UDP4_RECEIVE_DATA handed to the application, until it is recycled."""
+
+    def __init__(self, child, datagram):
+        self.child = child
+        data = datagram.data
+        # Several fragments when IP reassembled the datagram from several frames (facts 4.2).
+        pieces, offset, first = [], 0, IP4_FRAGMENT_PAYLOAD - 8
+        while offset < len(data) or not pieces:
+            size = first if not pieces else IP4_FRAGMENT_PAYLOAD
+            pieces.append(data[offset:offset + size])
+            offset += size
+        self.buffers = [ctypes.create_string_buffer(piece, max(len(piece), 1)) for piece in pieces]
+        self.rx = efidefs.udp4_receive_data(len(pieces))()
+        self.rx.DataLength = len(data)
+        self.rx.FragmentCount = len(pieces)
+        for entry, piece, buf in zip(self.rx.FragmentTable, pieces, self.buffers):
+            entry.FragmentLength = len(piece)
+            entry.FragmentBuffer = ctypes.addressof(buf)
+        session = self.rx.UdpSession
+        session.SourceAddress = efidefs.ipv4(datagram.source)
+        session.SourcePort = datagram.sport
+        session.DestinationAddress = efidefs.ipv4(datagram.destination)
+        session.DestinationPort = datagram.dport
+        self.address = ctypes.addressof(self.rx)
+        self.event = 0
+
+    def poison(self):
+        """What the application may still read after recycling it: garbage."""
+        for buf in self.buffers:
+            ctypes.memset(ctypes.addressof(buf), POISON, ctypes.sizeof(buf))
+        ctypes.memset(self.address, POISON, ctypes.sizeof(self.rx))
+
+
+class _Transmit(object):
+    """A Transmit token: the caller's fragments by reference, read only when the datagram leaves."""
+
+    def __init__(self, token, fragments, source, sport, destination, dport):
+        self.token = token
+        self.fragments = fragments  # [(address, length)]
+        self.source, self.sport = source, sport
+        self.destination, self.dport = destination, dport
+        self.gateway = None  # type: str or None   # TxData.GatewayAddress, when given
+
+    def payload(self):
+        return b"".join(ctypes.string_at(address, length) for address, length in self.fragments)
+
+
+class _HostPort(object):
+    """One host UDP socket bound to (address, port), shared by every child bound there."""
+
+    def __init__(self, driver, address, port, broadcast=False):
+        self.driver = driver
+        self.address, self.port = address, port
+        self.broadcast = broadcast  # bound to WIRE_BROADCAST: receives the wire's broadcasts
+        self.children = []  # type: list
+        self.sock = _udp_socket()
+        if broadcast:
+            self.sock.setsockopt(_host_socket.SOL_SOCKET, _host_socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((address, port))
+        except (OSError, IOError):
+            self.sock.close()
+            raise
+        self.port = self.sock.getsockname()[1]
+        self._fd = self.sock.fileno()
+        driver.nic.add_source(self)
+        driver.nic.set_interest(self, True, False)
+
+    def fileno(self):
+        return self._fd
+
+    def take_frame(self):
+        """One frame: an ICMP error from the error queue, or one datagram. True if consumed."""
+        if self.sock is None:
+            return False
+        try:
+            quoted, (destination, dport) = self.sock.recvfrom(UDP4_MAX_DATA_SIZE, MSG_ERRQUEUE)[:2]
+        except (OSError, IOError):
+            pass
+        else:
+            self.driver.icmp_error(self, destination, dport, S.EFI_PORT_UNREACHABLE)
+            return True
+        try:
+            data, (source, sport) = self.sock.recvfrom(65535)
+        except (OSError, IOError) as exc:
+            code = _errno(exc)
+            if code in (errno.EAGAIN, errno.EWOULDBLOCK):
+                return False
+            if code in ICMP_STATUS:  # reported without an error-queue entry: no destination known
+                self.driver.icmp_error(self, None, None, ICMP_STATUS[code])
+                return True
+            return False
+        destination = LIMITED_BROADCAST if self.broadcast else self.address
+        self.driver.demultiplex(_Datagram(data, source, sport, destination, self.port))
+        return True
+
+    def close(self):
+        if self.sock is not None:
+            self.driver.nic.remove_source(self)
+            self.sock.close()
+            self.sock = None
+
+
+class Udp4Child(object):
+    """One EFI_UDP4_PROTOCOL instance (UDP4_INSTANCE_DATA)."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.handle = FIRMWARE.new_handle()
+        self.interface = efidefs.EFI_UDP4_PROTOCOL()
+        for name, _ in efidefs.EFI_UDP4_PROTOCOL._fields_:
+            setattr(self.interface, name, driver.functions[name])
+        self.address = ctypes.addressof(self.interface)
+        self.configured = False
+        self.no_mapping = False
+        self.config = efidefs.EFI_UDP4_CONFIG_DATA()  # as stored: real station, mask and port
+        self.station, self.mask, self.port = "0.0.0.0", "0.0.0.0", 0
+        self.remote, self.rport = "0.0.0.0", 0
+        self.routes = []  # type: list   # the IP child's own routes [(subnet, mask, gateway)]
+        self.groups = []  # type: list
+        self.ports = []  # type: list   # _HostPort objects this child is bound through
+        self.tokens = []  # type: list   # every outstanding token address (tx and rx)
+        self.rx_tokens = collections.deque()  # type: collections.deque
+        self.queue = collections.deque()  # type: collections.deque   # received, no token yet
+        self.delivered = {}  # type: dict   # RxData address -> _Delivered, until recycled
+        self.icmp_error = S.EFI_SUCCESS
+        self.route_table = None  # driver memory handed out by GetModeData
+        self.group_table = None
+
+    def __repr__(self):
+        return "<Udp4Child %s:%d>" % (self.station, self.port)
+
+    def accepts(self, datagram):
+        """Udp4MatchDgram: does this instance want ``datagram``? (facts 4.2 Matching)"""
+        cfg = self.config
+        if cfg.AcceptPromiscuous:
+            return True
+        if not cfg.AcceptAnyPort and datagram.dport != self.port:
+            return False
+        if self.rport and datagram.sport != self.rport:
+            return False
+        if self.remote != "0.0.0.0" and datagram.source != self.remote:
+            return False
+        if self.station == "0.0.0.0" or datagram.destination == self.station:
+            return True
+        if datagram.destination == LIMITED_BROADCAST and cfg.AcceptBroadcast:
+            return True
+        return datagram.destination in self.groups
+
+
+class Udp4Driver(object):
+    """Udp4Dxe on one NIC: the service binding, its children, their host sockets."""
+
+    def __init__(self, machine):
+        self.machine = machine
+        self.nic = machine.nic
+        self.old_stack = machine.config.old_stack
+        self.children = {}  # type: dict   # handle -> Udp4Child
+        self._by_interface = {}  # type: dict
+        self._retired = []  # type: list   # interfaces and recycled buffers stay mapped
+        self.host_ports = {}  # type: dict   # (address, port, broadcast) -> _HostPort
+        self._by_event = {}  # type: dict   # RecycleSignal event -> _Delivered
+        self._delayed = []  # type: list   # [(due, child, token, status)] under the delay fault
+        # Udp4DriverEntryPoint: mUdp4RandomPort = NET_RANDOM (seed) % UDP4_PORT_KNOWN + UDP4_PORT_KNOWN
+        self.next_port = UDP4_PORT_KNOWN + random.Random(machine.config.seed + 17).randrange(1 << 16) \
+            % UDP4_PORT_KNOWN
+        self.functions = {}  # type: dict
+        for name, ftype in efidefs.EFI_UDP4_PROTOCOL._fields_:
+            self.functions[name] = ftype(getattr(self, "_" + name))
+        self._recycle_notify = uefi.EFI_EVENT_NOTIFY(self._on_recycle)
+        self.service = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL()
+        fields = dict(efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL._fields_)
+        self.service.CreateChild = fields["CreateChild"](self._CreateChild)
+        self.service.DestroyChild = fields["DestroyChild"](self._DestroyChild)
+        FIRMWARE.install_protocol(self.nic.handle, efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID,
+                                  ctypes.addressof(self.service))
+        FIRMWARE.add_periodic(UDP4_TIMEOUT_INTERVAL, uefi.TPL_CALLBACK, self.check_timeout, "Udp4CheckTimeout")
+
+    @property
+    def faults(self):
+        return getattr(self.machine, "faults", None)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def ledger(self):
+        with FIRMWARE.lock:
+            return {
+                "udp4_children": len(self.children),
+                "udp4_tokens": sum(len(c.tokens) for c in self.children.values()) + len(self._delayed),
+                "udp4_unrecycled": len(self._by_event),
+            }
+
+    def shutdown(self):
+        with FIRMWARE.lock:
+            FIRMWARE.remove_periodic(self.check_timeout)
+            for port in list(self.host_ports.values()):
+                port.close()
+            self.host_ports.clear()
+            self._delayed = []
+        FIRMWARE.uninstall_protocol(self.nic.handle, efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID)
+
+    # ------------------------------------------------------------------ token completion
+    def complete(self, child, token, status):
+        """Write Status and signal the token's event (after the delay fault, if any)."""
+        if token in child.tokens:
+            child.tokens.remove(token)
+        delay = getattr(self.faults, "delay", 0) if self.faults is not None else 0
+        if delay:
+            self._delayed.append((_now() + delay, child, token, status))
+            return
+        self._signal(token, status)
+
+    @staticmethod
+    def _signal(token, status):
+        completion = efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(token)
+        completion.Status = status
+        FIRMWARE.signal(completion.Event)
+
+    def deliver_delayed(self, child=None):
+        if not self._delayed:
+            return
+        now = _now()
+        due = [d for d in self._delayed if d[1] is child or (child is None and d[0] <= now)]
+        if due:
+            self._delayed = [d for d in self._delayed if d not in due]
+            for _, _, token, status in due:
+                self._signal(token, status)
+
+    def token_exists(self, child, token):
+        """Udp4TokenExist over TxTokens and RxTokens: the same token or the same event."""
+        event = efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(token).Event
+        for other in child.tokens:
+            if other == token or efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(other).Event == event:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ children
+    def new_child(self):
+        child = Udp4Child(self)
+        self.children[child.handle] = child
+        self._by_interface[child.address] = child
+        FIRMWARE.install_protocol(child.handle, efidefs.EFI_UDP4_PROTOCOL_GUID, child.address)
+        return child
+
+    def destroy(self, child):
+        if child.configured:
+            self.unconfigure(child, destroying=True)
+        self.deliver_delayed(child)
+        self.children.pop(child.handle, None)
+        self._by_interface.pop(child.address, None)
+        self._retired.append(child.interface)
+        FIRMWARE.uninstall_protocol(child.handle, efidefs.EFI_UDP4_PROTOCOL_GUID)
+
+    def cancel_tokens(self, child, token=0):
+        """Udp4InstanceCancelToken: EFI_ABORTED for ``token`` (0: all). True if one was found."""
+        # Transmit tokens complete inside Transmit, so only receive tokens can still be pending
+        # (besides completions held back by the delay fault, which Cancel does not reach).
+        found = False
+        for rx in list(child.rx_tokens):
+            if token in (0, rx):
+                child.rx_tokens.remove(rx)
+                self.complete(child, rx, S.EFI_ABORTED)
+                found = True
+        return found
+
+    def unconfigure(self, child, destroying=False):
+        """Configure(NULL) on a configured child: tokens aborted, undelivered datagrams freed.
+        Datagrams the application holds stay valid until it recycles them (ledger: udp4_unrecycled)."""
+        self.cancel_tokens(child)
+        child.queue.clear()
+        if child.delivered and not destroying:
+            # EDK2 ASSERTs (debug builds) that every delivered datagram was recycled first (facts 4.2).
+            FIRMWARE.record_crash("UDP4 Configure(NULL) with %d received datagram(s) not yet "
+                                  "recycled: EDK2 ASSERTs (signal RxData->RecycleSignal first, facts 4.2)"
+                                  % len(child.delivered))
+        for port in child.ports:
+            port.children.remove(child)
+            if not port.children:
+                port.close()
+                self.host_ports.pop((port.address, port.port, port.broadcast), None)
+        child.ports = []
+        child.configured = child.no_mapping = False
+        child.groups = []
+        child.routes = []
+        child.icmp_error = S.EFI_SUCCESS
+        child.port = 0
+
+    # ------------------------------------------------------------------ ports
+    def port_in_use(self, address, port):
+        """Udp4FindInstanceByPort: a configured child, not AcceptAnyPort, on (address, port)."""
+        return any(c.configured and not c.config.AcceptAnyPort and c.station == address and c.port == port
+                   for c in self.children.values())
+
+    def host_address(self, child_station):
+        """Where the child's host socket binds: its station, or the NIC's address for 0.0.0.0."""
+        if child_station != "0.0.0.0":
+            return child_station
+        return self.nic.ip4.address
+
+    def attach(self, child, address, port):
+        """Bind ``child`` to the host socket(s) of (address, port). False if the host refuses."""
+        host = self.host_address(address)
+        if host is None or not _loopback(host):
+            return True  # not reachable from the host: bound, but nothing ever arrives
+        key = (host, port, False)
+        hp = self.host_ports.get(key)
+        if hp is None:
+            try:
+                hp = _HostPort(self, host, port)
+            except (OSError, IOError) as exc:
+                if _errno(exc) == errno.EACCES:
+                    return True  # a privileged port on an unprivileged host: bound, nothing arrives
+                return False  # another host process holds the port: a clash as well
+            self.host_ports[key] = hp
+        hp.children.append(child)
+        child.ports.append(hp)
+        if child.config.AcceptBroadcast or address == "0.0.0.0":
+            key = (WIRE_BROADCAST, port, True)
+            bp = self.host_ports.get(key)
+            if bp is None:
+                try:
+                    bp = _HostPort(self, WIRE_BROADCAST, port, broadcast=True)
+                except (OSError, IOError):
+                    bp = None  # someone else listens to the wire's broadcasts there: ours are lost
+                if bp is not None:
+                    self.host_ports[key] = bp
+            if bp is not None:
+                bp.children.append(child)
+                child.ports.append(bp)
+        return True
+
+    def bind(self, child, address, cfg):
+        """Udp4Bind: pick the port (explicit or ephemeral, facts 4.2) and attach the host socket."""
+        if cfg.AcceptAnyPort:
+            return S.EFI_SUCCESS, cfg.StationPort  # no port is bound at all
+        if cfg.StationPort:
+            if not cfg.AllowDuplicatePort and self.port_in_use(address, cfg.StationPort):
+                return S.EFI_ACCESS_DENIED, 0
+            if not self.attach(child, address, cfg.StationPort):
+                return S.EFI_ACCESS_DENIED, 0
+            return S.EFI_SUCCESS, cfg.StationPort
+        # StationPort 0: the driver-global counter, used then post-incremented, wrapping to 1024.
+        start = self.next_port
+        while True:
+            port = self.next_port
+            self.next_port = self.next_port + 1 if self.next_port < 0xFFFF else UDP4_PORT_KNOWN
+            if (cfg.AllowDuplicatePort or not self.port_in_use(address, port)) and self.attach(child, address, port):
+                return S.EFI_SUCCESS, port
+            if self.next_port == start:
+                return S.EFI_OUT_OF_RESOURCES, 0
+
+    # ------------------------------------------------------------------ the receive path
+    def demultiplex(self, datagram):
+        """IpIo delivered one datagram: every matching instance gets its own copy (facts 4.2)."""
+        ports = getattr(self.nic, "dns_ports", {})
+        if ports.get(datagram.source) == datagram.sport and datagram.sport != 53:
+            datagram.sport = 53  # the simulated DNS server on its real port speaks as port 53
+        for child in list(self.children.values()):
+            if child.configured and child.accepts(datagram):
+                copy = _Datagram(datagram.data, datagram.source, datagram.sport, datagram.destination,
+                                 datagram.dport)
+                child.queue.append(copy)
+                self.deliver(child)
+
+    def deliver(self, child):
+        """Udp4InstanceDeliverDgram: pair queued datagrams with posted receive tokens."""
+        while child.queue and child.rx_tokens:
+            token = child.rx_tokens.popleft()
+            datagram = child.queue.popleft()
+            delivered = _Delivered(child, datagram)
+            event = uefi.EFI_EVENT()
+            status = FIRMWARE.boot_services.CreateEvent(uefi.EVT_NOTIFY_SIGNAL, uefi.TPL_NOTIFY,
+                                                        self._recycle_notify, delivered.address, byref(event))
+            if status != S.EFI_SUCCESS:
+                FIRMWARE.record_crash("UDP4: cannot create a RecycleSignal event (%s)" % status)
+                return
+            delivered.event = event.value
+            delivered.rx.RecycleSignal = event.value
+            self._by_event[event.value] = delivered
+            child.delivered[delivered.address] = delivered
+            completion = efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(token)
+            completion.Packet.RxData = ctypes.cast(delivered.address, POINTER(efidefs.EFI_UDP4_RECEIVE_DATA))
+            self.complete(child, token, S.EFI_SUCCESS)
+
+    def _on_recycle(self, event, context):
+        """RecycleSignal's notify (Udp4RecycleRxDataWrap): free the datagram, close the event."""
+        delivered = self._by_event.pop(event, None)
+        if delivered is None:
+            return
+        delivered.child.delivered.pop(delivered.address, None)
+        delivered.poison()
+        self._retired.append(delivered)
+        del self._retired[:-RETIRED_KEEP]
+        FIRMWARE.boot_services.CloseEvent(event)
+
+    def icmp_error(self, host_port, destination, dport, status):
+        """Udp4IcmpHandler: store the error on the first instance that sent the quoted datagram
+        (ports swapped) and report it through a receive token (facts 4.2)."""
+        ports = getattr(self.nic, "dns_ports", {})
+        if destination is not None and ports.get(destination) == dport and dport != 53:
+            dport = 53
+        for child in host_port.children:
+            if not child.configured:
+                continue
+            if destination is not None and child.remote != "0.0.0.0" and child.remote != destination:
+                continue
+            if dport is not None and child.rport and child.rport != dport:
+                continue
+            child.icmp_error = status
+            self.report_icmp_error(child)
+            return
+
+    def report_icmp_error(self, child):
+        """Udp4ReportIcmpError: complete the first receive token with the error, RxData NULL."""
+        if child.icmp_error == S.EFI_SUCCESS or not child.rx_tokens:
+            return
+        token = child.rx_tokens.popleft()
+        efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(token).Packet.RxData = None
+        status, child.icmp_error = child.icmp_error, S.EFI_SUCCESS
+        self.complete(child, token, status)
+
+    def check_timeout(self):
+        """Udp4CheckTimeout (every 50 ms): queued datagrams older than ReceiveTimeout die."""
+        self.deliver_delayed()
+        now = _now()
+        for child in list(self.children.values()):
+            timeout = child.config.ReceiveTimeout
+            if not child.configured or not timeout:
+                continue
+            while child.queue and now - child.queue[0].arrived >= timeout / 1e6:
+                child.queue.popleft()
+
+    # ------------------------------------------------------------------ the transmit path
+    def wire_send(self, child, tx):
+        """Put one datagram on the loopback wire (see the module docstring for its limits)."""
+        data = tx.payload()  # the caller's fragments, read as MNP copies them into its buffer
+        destination, dport = tx.destination, tx.dport
+        if destination == LIMITED_BROADCAST:
+            destination = WIRE_BROADCAST
+        if not _loopback(destination):
+            return  # beyond the gateway: nothing on the loopback wire answers
+        ports = getattr(self.nic, "dns_ports", {})
+        if dport == 53 and ports.get(destination, 53) != 53:
+            dport = ports[destination]  # the simulated DNS server's real port
+        source = self.host_address(tx.source)
+        if source is None or not _loopback(source):
+            return
+        hp = self.host_ports.get((source, tx.sport, False))
+        try:
+            if hp is not None:
+                hp.sock.sendto(data, (destination, dport))
+                return
+            sock = _udp_socket()
+            try:
+                sock.bind((source, tx.sport))  # tx.sport 0 (AcceptAnyPort): any host port
+                sock.sendto(data, (destination, dport))
+            finally:
+                sock.close()
+        except (OSError, IOError):
+            pass  # refused by the host (e.g. a broadcast it will not send): lost on the wire
+
+    def route(self, child, destination):
+        """The next hop for ``destination``, or None: no route (facts 4.2 Transmit)."""
+        if destination == LIMITED_BROADCAST:
+            return destination
+        if child.mask != "0.0.0.0" and _same_subnet(child.station, destination, child.mask):
+            return destination
+        routes = list(child.routes) + list(self.nic.ip4.routes)
+        best = None
+        for subnet, mask, gateway in routes:
+            if _same_subnet(subnet, destination, mask):
+                if best is None or ip_to_int(mask) > ip_to_int(best[1]):
+                    best = (subnet, mask, gateway)
+        if best is None:
+            return None
+        return destination if best[2] == "0.0.0.0" else best[2]
+
+    # ------------------------------------------------------------------ EFI entry points
+    def _call(self, this, body, args):
+        with FIRMWARE.lock:
+            child = self._by_interface.get(_address(this))
+            if child is None:
+                return S.EFI_INVALID_PARAMETER
+            if FIRMWARE.tpl > uefi.TPL_CALLBACK:
+                # Every UDP4 function raises the TPL to TPL_CALLBACK; RaiseTPL to a lower TPL
+                # ASSERTs in EDK2 (a caller at TPL_NOTIFY is a bug). Udp4 takes no lock, so a
+                # call from a TPL_CALLBACK notify is fine, unlike TCP4 (facts 2.3).
+                FIRMWARE.record_crash("UDP4 %s called at TPL %d > TPL_CALLBACK" % (body.__name__, FIRMWARE.tpl))
+            with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
+                return body(child, *args)
+
+    @efiapi()
+    def _CreateChild(self, this, handle_pointer):
+        if not handle_pointer:
+            return S.EFI_INVALID_PARAMETER
+        with FIRMWARE.lock:
+            handle_pointer[0] = self.new_child().handle
+        return S.EFI_SUCCESS
+
+    @efiapi()
+    def _DestroyChild(self, this, handle):
+        if not handle:
+            return S.EFI_INVALID_PARAMETER
+        with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
+            child = self.children.get(handle)
+            if child is None:
+                return S.EFI_UNSUPPORTED
+            self.destroy(child)
+        return S.EFI_SUCCESS
+
+    @efiapi()
+    def _GetModeData(self, this, config, ip4, mnp, snp):
+        return self._call(this, self.get_mode_data, (config, ip4, mnp, snp))
+
+    @efiapi()
+    def _Configure(self, this, config):
+        return self._call(this, self.configure, (config,))
+
+    @efiapi()
+    def _Groups(self, this, join, address):
+        return self._call(this, self.groups, (join, address))
+
+    @efiapi()
+    def _Routes(self, this, delete, subnet, mask, gateway):
+        return self._call(this, self.routes, (delete, subnet, mask, gateway))
+
+    @efiapi()
+    def _Transmit(self, this, token):
+        return self._call(this, self.transmit, (token,))
+
+    @efiapi()
+    def _Receive(self, this, token):
+        return self._call(this, self.receive, (token,))
+
+    @efiapi()
+    def _Cancel(self, this, token):
+        return self._call(this, self.cancel, (token,))
+
+    @efiapi()
+    def _Poll(self, this):
+        return self._call(this, self.poll, ())
+
+    # ------------------------------------------------------------------ GetModeData
+    def get_mode_data(self, child, config, ip4, mnp, snp):
+        if config and not child.configured:
+            return S.EFI_NOT_STARTED  # only the UDP4 config data needs a configured instance
+        if config:
+            ctypes.memmove(_address(config), ctypes.addressof(child.config), ctypes.sizeof(child.config))
+        if ip4:
+            self.fill_ip4_mode(child, ip4.contents)
+        if mnp:
+            m = mnp.contents
+            ctypes.memset(ctypes.addressof(m), 0, ctypes.sizeof(m))
+            m.ProtocolTypeFilter = 0x0800
+            m.EnableUnicastReceive = m.EnableBroadcastReceive = m.FlushQueuesOnReset = True
+        if snp:
+            mode = snp.contents
+            ctypes.memset(ctypes.addressof(mode), 0, ctypes.sizeof(mode))
+            mode.State = EFI_SIMPLE_NETWORK_INITIALIZED
+            mode.HwAddressSize, mode.MediaHeaderSize, mode.MaxPacketSize = 6, 14, 1500
+            for i, byte in enumerate(bytearray(self.nic.mac)):
+                mode.CurrentAddress.Addr[i] = mode.PermanentAddress.Addr[i] = byte
+                mode.BroadcastAddress.Addr[i] = 0xFF
+            mode.IfType = 1
+            mode.MediaPresentSupported = mode.MediaPresent = True
+        return S.EFI_SUCCESS
+
+    def fill_ip4_mode(self, child, mode):
+        ctypes.memset(ctypes.addressof(mode), 0, ctypes.sizeof(mode))
+        mode.IsStarted = child.configured or child.no_mapping
+        mode.MaxPacketSize = MAX_PACKET_SIZE
+        mode.IsConfigured = child.configured
+        if not mode.IsStarted:
+            return
+        cfg = mode.ConfigData
+        cfg.DefaultProtocol = EFI_IP_PROTO_UDP
+        cfg.AcceptIcmpErrors = True
+        cfg.AcceptBroadcast = True
+        cfg.UseDefaultAddress = child.config.UseDefaultAddress
+        cfg.StationAddress = efidefs.ipv4(child.station)
+        cfg.SubnetMask = efidefs.ipv4(child.mask)
+        cfg.TypeOfService, cfg.TimeToLive = child.config.TypeOfService, child.config.TimeToLive
+        cfg.DoNotFragment = child.config.DoNotFragment
+        cfg.ReceiveTimeout = 0xFFFFFFFF  # the IP child itself never receives (facts 4.2 Configure)
+        routes = list(child.routes) + list(self.nic.ip4.routes)
+        if routes:
+            # Driver-internal memory: the caller must not free it.
+            table = (efidefs.EFI_IP4_ROUTE_TABLE * len(routes))()
+            for entry, (subnet, mask, gateway) in zip(table, routes):
+                entry.SubnetAddress = efidefs.ipv4(subnet)
+                entry.SubnetMask = efidefs.ipv4(mask)
+                entry.GatewayAddress = efidefs.ipv4(gateway)
+            child.route_table = table
+            mode.RouteCount = len(routes)
+            mode.RouteTable = ctypes.cast(table, POINTER(efidefs.EFI_IP4_ROUTE_TABLE))
+        if child.groups:
+            groups = (efidefs.EFI_IPv4_ADDRESS * len(child.groups))(*[efidefs.ipv4(g) for g in child.groups])
+            child.group_table = groups
+            mode.GroupCount = len(child.groups)
+            mode.GroupTable = ctypes.cast(groups, POINTER(efidefs.EFI_IPv4_ADDRESS))
+
+    # ------------------------------------------------------------------ Configure
+    def configure(self, child, config):
+        if not config:
+            # EDK2 quirk (Udp4Dxe, facts 4.2): Configure(NULL) on an unconfigured instance is
+            # EFI_SUCCESS and does nothing -- a no-mapping flag is left as it is (TCP4 says
+            # EFI_ACCESS_DENIED here).
+            if child.configured:
+                self.unconfigure(child)
+            return S.EFI_SUCCESS
+        cfg = config.contents
+        station, mask, remote = _ip(cfg.StationAddress), _ip(cfg.SubnetMask), _ip(cfg.RemoteAddress)
+        if not cfg.UseDefaultAddress:
+            if not _valid_netmask(mask) or \
+                    not (station == "0.0.0.0" or (mask != "0.0.0.0" and _unicast(station, mask))) or \
+                    remote == LIMITED_BROADCAST:
+                return S.EFI_INVALID_PARAMETER
+        if child.configured:
+            if not self.reconfigurable(child.config, cfg):
+                return S.EFI_ALREADY_STARTED
+            # Only the IP-level parameters change (Udp4Configure, reconfigure branch).
+            for name in ("TypeOfService", "TimeToLive", "DoNotFragment", "ReceiveTimeout", "TransmitTimeout"):
+                setattr(child.config, name, getattr(cfg, name))
+            return S.EFI_SUCCESS
+        if cfg.UseDefaultAddress:
+            if self.nic.ip4.address is None:
+                # EDK2 quirk (Ip4Dxe, facts 3.7): no default address yet -> EFI_NO_MAPPING; the
+                # instance is "no-mapping", not configured, until Configure is called again; and
+                # under policy Static the IP4 service switches the NIC's policy to Dhcp.
+                child.no_mapping = True
+                try:
+                    from efisim import ip4config2
+                    ip4config2.request_dhcp(self.machine)
+                except ImportError:
+                    pass
+                return S.EFI_NO_MAPPING
+            station, mask = self.nic.ip4.address, self.nic.ip4.netmask
+        child.no_mapping = False
+        ctypes.memmove(ctypes.addressof(child.config), ctypes.addressof(cfg), ctypes.sizeof(cfg))
+        child.station, child.mask = station, mask
+        status, port = self.bind(child, station, cfg)
+        if status != S.EFI_SUCCESS:
+            return status  # the IP child is reset; nothing is configured
+        child.port = port
+        child.config.StationAddress = efidefs.ipv4(station)  # the real ones, for GetModeData
+        child.config.SubnetMask = efidefs.ipv4(mask)
+        child.config.StationPort = port
+        child.remote, child.rport = remote, cfg.RemotePort
+        child.routes = []
+        child.configured = True
+        child.icmp_error = S.EFI_SUCCESS
+        return S.EFI_SUCCESS
+
+    @staticmethod
+    def reconfigurable(old, new):
+        """Udp4IsReconfigurable: which changes a configured instance accepts (facts 4.2)."""
+        for name in ("AcceptAnyPort", "AcceptBroadcast", "AcceptPromiscuous", "AllowDuplicatePort"):
+            if bool(getattr(old, name)) != bool(getattr(new, name)):
+                return False
+        # EDK2 quirk (Udp4Dxe): the stored port is the one really bound, so re-sending a config
+        # with StationPort 0 after an ephemeral bind is a change -> EFI_ALREADY_STARTED.
+        if not new.AcceptAnyPort and new.StationPort != old.StationPort:
+            return False
+        if not new.AcceptPromiscuous:
+            if bool(new.UseDefaultAddress) != bool(old.UseDefaultAddress):
+                return False
+            if not new.UseDefaultAddress and (_ip(new.StationAddress) != _ip(old.StationAddress) or
+                                              _ip(new.SubnetMask) != _ip(old.SubnetMask)):
+                return False
+        if _ip(new.RemoteAddress) != _ip(old.RemoteAddress):
+            return False
+        if _ip(new.RemoteAddress) != "0.0.0.0" and new.RemotePort != old.RemotePort:
+            return False
+        return True
+
+    def state_status(self, child):
+        """What Groups/Routes/Transmit/Receive/Cancel return on an instance that is not usable."""
+        if child.no_mapping:
+            return S.EFI_NO_MAPPING
+        if not child.configured:
+            return S.EFI_NOT_STARTED
+        return S.EFI_SUCCESS
+
+    # ------------------------------------------------------------------ Groups / Routes
+    def groups(self, child, join, address):
+        group = _ip(address.contents) if address else None
+        if join and (group is None or not _multicast(group)):
+            return S.EFI_INVALID_PARAMETER
+        if not join and group is not None and not _multicast(group):
+            return S.EFI_INVALID_PARAMETER
+        status = self.state_status(child)
+        if status != S.EFI_SUCCESS:
+            return status
+        if join:
+            if group in child.groups:
+                return S.EFI_ALREADY_STARTED  # Ip4Groups: already joined
+            child.groups.append(group)
+            return S.EFI_SUCCESS
+        if group is None:
+            child.groups = []  # leave every group
+            return S.EFI_SUCCESS
+        if group not in child.groups:
+            return S.EFI_NOT_FOUND
+        child.groups.remove(group)
+        return S.EFI_SUCCESS
+
+    def routes(self, child, delete, subnet, mask, gateway):
+        status = self.state_status(child)
+        if status != S.EFI_SUCCESS:
+            return status
+        if not subnet or not mask or not gateway:
+            return S.EFI_INVALID_PARAMETER
+        route = (_ip(subnet.contents), _ip(mask.contents), _ip(gateway.contents))
+        if not _valid_netmask(route[1]):
+            return S.EFI_INVALID_PARAMETER
+        if route[2] != "0.0.0.0" and child.mask != "0.0.0.0" and \
+                not _same_subnet(route[2], child.station, child.mask):
+            return S.EFI_INVALID_PARAMETER  # Ip4Routes: the gateway must be on-link
+        if delete:
+            if route not in child.routes:
+                return S.EFI_NOT_FOUND
+            child.routes.remove(route)
+            return S.EFI_SUCCESS
+        if route in child.routes:
+            return S.EFI_ACCESS_DENIED
+        child.routes.append(route)
+        return S.EFI_SUCCESS
+
+    # ------------------------------------------------------------------ Transmit
+    def transmit(self, child, token_pointer):
+        token = _address(token_pointer)
+        if not token:
+            return S.EFI_INVALID_PARAMETER
+        status = self.state_status(child)
+        if status != S.EFI_SUCCESS:
+            return status
+        status, tx = self.validate_tx(child, token_pointer.contents)
+        if status != S.EFI_SUCCESS:
+            return status
+        if self.token_exists(child, token):
+            return S.EFI_ACCESS_DENIED
+        faults = self.faults
+        if faults is not None and faults.take_tx_fail():
+            return S.EFI_OUT_OF_RESOURCES
+        if self.route(child, tx.destination) is None and not tx.gateway:
+            # EDK2 (facts 4.2): no matching route and no default gateway -> EFI_NOT_FOUND, now.
+            return S.EFI_NOT_FOUND
+        tx.token = token
+        child.tokens.append(token)
+        self.wire_send(child, tx)
+        self.complete(child, token, S.EFI_SUCCESS)  # signalled before Transmit returns (OVMF)
+        return S.EFI_SUCCESS
+
+    def validate_tx(self, child, completion):
+        """Udp4ValidateTxToken (facts 4.2 Transmit): (status, _Transmit or None)."""
+        if not completion.Event or not completion.Packet.TxData:
+            return S.EFI_INVALID_PARAMETER, None
+        tx_address = _address(completion.Packet.TxData)
+        head = efidefs.EFI_UDP4_TRANSMIT_DATA.from_address(tx_address)
+        count = head.FragmentCount
+        if count == 0:
+            return S.EFI_INVALID_PARAMETER, None
+        table = efidefs.udp4_transmit_data(count).from_address(tx_address).FragmentTable
+        fragments, total = [], 0
+        for entry in table:
+            # EDK2 quirk (Udp4Dxe, facts 4.2): a zero-length fragment is invalid, so a zero-length
+            # datagram cannot be sent at all.
+            if entry.FragmentLength == 0 or not entry.FragmentBuffer:
+                return S.EFI_INVALID_PARAMETER, None
+            fragments.append((entry.FragmentBuffer, entry.FragmentLength))
+            total += entry.FragmentLength
+        if total != head.DataLength:
+            return S.EFI_INVALID_PARAMETER, None
+        gateway = None
+        if head.GatewayAddress:
+            gateway = _ip(head.GatewayAddress.contents)
+            if not _unicast(gateway, "0.0.0.0") or (not child.config.UseDefaultAddress and
+                                                     child.mask != "0.0.0.0" and
+                                                     not _same_subnet(gateway, child.station, child.mask)):
+                return S.EFI_INVALID_PARAMETER, None
+        source, sport = child.station, child.port
+        destination, dport = child.remote, child.rport
+        if head.UdpSessionData:
+            session = head.UdpSessionData.contents
+            session_source = _ip(session.SourceAddress)
+            if session_source != "0.0.0.0" and not _unicast(session_source, "0.0.0.0"):
+                return S.EFI_INVALID_PARAMETER, None
+            if session.DestinationPort == 0 and child.rport == 0:
+                return S.EFI_INVALID_PARAMETER, None
+            if _ip(session.DestinationAddress) == "0.0.0.0":
+                return S.EFI_INVALID_PARAMETER, None
+            # Facts 4.2: the session data overrides the configuration per datagram.
+            if session_source != "0.0.0.0":
+                source = session_source
+            if session.SourcePort:
+                sport = session.SourcePort
+            destination = _ip(session.DestinationAddress)
+            if session.DestinationPort:
+                dport = session.DestinationPort
+        elif child.remote == "0.0.0.0":
+            return S.EFI_INVALID_PARAMETER, None  # no destination anywhere
+        if head.DataLength > UDP4_MAX_DATA_SIZE:
+            return S.EFI_BAD_BUFFER_SIZE, None
+        tx = _Transmit(0, fragments, source, sport, destination, dport)
+        tx.gateway = gateway
+        return S.EFI_SUCCESS, tx
+
+    # ------------------------------------------------------------------ Receive / Cancel / Poll
+    def receive(self, child, token_pointer):
+        token = _address(token_pointer)
+        if not token or not token_pointer.contents.Event:
+            return S.EFI_INVALID_PARAMETER
+        status = self.state_status(child)
+        if status != S.EFI_SUCCESS:
+            return status
+        if self.token_exists(child, token):
+            return S.EFI_ACCESS_DENIED
+        token_pointer.contents.Packet.RxData = None
+        child.tokens.append(token)
+        child.rx_tokens.append(token)
+        # Facts 4.2: a pending ICMP error, then a queued datagram, complete the token right here.
+        self.report_icmp_error(child)
+        self.deliver(child)
+        return S.EFI_SUCCESS
+
+    def cancel(self, child, token_pointer):
+        status = self.state_status(child)
+        if status != S.EFI_SUCCESS:
+            return status
+        token = _address(token_pointer)
+        found = self.cancel_tokens(child, token)
+        if token and not found:
+            return S.EFI_NOT_FOUND
+        return S.EFI_SUCCESS
+
+    def poll(self, child):
+        # Facts 4.2: the IP child's Poll -> MNP Poll: one frame; EFI_NOT_READY when none waited.
+        if not child.configured and not child.no_mapping:
+            return S.EFI_NOT_STARTED
+        return S.EFI_SUCCESS if self.nic.poll_frame() else S.EFI_NOT_READY
+
+
+def install(machine):
+    """Install EFI_UDP4_SERVICE_BINDING_PROTOCOL on the NIC handle; returns the driver."""
+    return Udp4Driver(machine)
