@@ -70,7 +70,7 @@ _STATUS_TO_ERRNO = {
 }
 
 # Rows that depend on what was being done (facts sections 3.3, 3.6, 3.8, 4.2).
-_BY_OPERATION = {
+_BY_OPERATION = {  # type: dict
     # EDK2 quirk (TcpDxe, facts 3.3 Connect): a RST answering our SYN completes the connect
     # token with EFI_CONNECTION_RESET, not the EFI_CONNECTION_REFUSED the spec names.
     ("connect", efi.EFI_CONNECTION_RESET): errno.ECONNREFUSED,

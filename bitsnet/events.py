@@ -93,7 +93,7 @@ _events = []  # type: list    # slot -> EFI_EVENT value, or None once closed
 _by_event = {}  # type: dict  # EFI_EVENT value -> slot
 _idle = []  # type: list      # slots whose event is open and unused
 _ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
-_state = {"mode": None, "trampoline": None, "chain": None, "seq": 0, "last_rescan": 0.0}
+_state = {"mode": None, "trampoline": None, "chain": None, "seq": 0, "last_rescan": 0.0}  # type: dict
 stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0}
 
 

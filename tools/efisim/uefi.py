@@ -135,7 +135,7 @@ EFI_WARN_STALE_DATA = 5
 EFI_WARN_FILE_SYSTEM = 6
 EFI_WARN_RESET_REQUIRED = 7
 
-efi_status_decode = dict(
+efi_status_decode = dict(  # type: dict
     (value, name)
     for name, value in list(globals().items())
     if name.startswith("EFI_") and isinstance(value, numbers.Integral) and not isinstance(value, bool)

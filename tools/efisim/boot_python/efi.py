@@ -168,7 +168,7 @@ def get_protocol(handle, guid):
 
 
 # --- bits-2070+ event helpers on the _efi hook (bits-efi-api.md "Optional: the event hook")
-_event_handlers = {}
+_event_handlers = {}  # type: dict
 
 
 def _event_callback(event_value):
