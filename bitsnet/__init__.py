@@ -1,0 +1,133 @@
+"""bitsnet: the standard socket and select modules for Python in UEFI firmware.
+
+``install()``       make ``import socket`` / ``import select`` (and everything built on them:
+                    httplib, urllib2, SocketServer, selectors...) use bitsnet
+``configure(...)``  give the NIC a static address instead of DHCP (``ipconfig.configure``)
+``interfaces()``    what the network interfaces look like (``ipconfig.interfaces``)
+
+Importing this package touches no firmware: the NIC is found and DHCP runs when the first
+socket needs an address (or when ``configure``/``interfaces`` is called).
+"""
+
+from __future__ import absolute_import
+
+import sys
+import types
+
+__version__ = "0.1.0"
+
+# Modules that never get purged by install(): the test harness and tools that run it, and
+# host-side modules whose users need the real OS select/socket (subprocess pipes, logging
+# handlers already created). In BITS none of these use the network.
+_KEEP_PREFIXES = ("bitsnet", "efisim", "efi", "_efi", "_bitsnet_trampoline", "sys", "builtins",
+                  "__builtin__", "__main__", "os", "io", "_io", "importlib", "encodings", "codecs",
+                  "threading", "subprocess", "multiprocessing", "concurrent", "logging", "ssl", "_ssl",
+                  "pytest", "_pytest", "py", "pluggy", "runpy", "ctypes", "warnings", "weakref", "gc",
+                  "site", "abc", "types", "functools", "collections", "enum", "errno", "signal")
+# Always replaced (if imported): the modules whose whole job is sockets.
+_SOCKET_MODULES = ("socket", "selectors")
+_RETIRED = []  # type: list   # modules taken out of sys.modules by install(), kept alive
+
+
+def _kept(name):
+    return name.split(".", 1)[0] in _KEEP_PREFIXES
+
+
+def _dependants(replaced):
+    """Every imported module that refers, directly or through another such module, to one of
+    the ``replaced`` module objects or to a class/function defined in one of them. (A package
+    whose submodule is purged stays: re-importing the submodule sets its attribute again.)"""
+    doomed = {}  # name -> module
+    bad_modules = dict((id(m), name) for name, m in replaced.items() if m is not None)
+    bad_names = set(replaced)
+    changed = True
+    while changed:
+        changed = False
+        for name, module in list(sys.modules.items()):
+            if module is None or name in doomed or name in replaced or _kept(name):
+                continue
+            if name.rpartition(".")[0] in doomed:
+                # A package re-imported afresh expects to load its submodules afresh too
+                # (asyncio/__init__.py reads the attributes that loading them sets).
+                doomed[name] = module
+                bad_modules[id(module)] = name
+                bad_names.add(name)
+                changed = True
+                continue
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            own = name + "."
+            for value in list(namespace.values()):
+                if isinstance(value, types.ModuleType) and getattr(value, "__name__", "").startswith(own):
+                    continue  # a package's own submodule is not something it depends on
+                try:
+                    origin = getattr(value, "__module__", None)
+                except Exception:
+                    origin = None
+                if id(value) in bad_modules or (isinstance(origin, str) and origin in bad_names):
+                    doomed[name] = module
+                    bad_modules[id(module)] = name
+                    bad_names.add(name)
+                    changed = True
+                    break
+    return doomed
+
+
+def install():
+    """Make ``_socket`` and ``select`` resolve to bitsnet's; idempotent.
+
+    If ``socket``, ``selectors``, ``select`` or modules built on them (socketserver, http.client,
+    urllib.request, asyncio...) were imported before, they are taken out of ``sys.modules``
+    (found by what they refer to), so the next import builds them afresh on bitsnet; ``socket``
+    and ``selectors`` are imported again at once. Modules that hold the OS's select for their
+    own pipes (``subprocess``) are left alone. References a program already holds
+    (``from socket import socket``) cannot be updated: call ``install()`` first.
+    """
+    from bitsnet import _socket as bitsnet_socket
+    from bitsnet import select as bitsnet_select
+    if sys.modules.get("_socket") is bitsnet_socket and sys.modules.get("select") is bitsnet_select:
+        return
+    # The C _ssl module, on first import, reads the C _socket's CAPI capsule, which bitsnet's
+    # _socket cannot have (and TLS cannot run over a Python socket anyway, stdlib-surface.md
+    # 0.5). Load it now against the real _socket if there is one (a host; BITS has no _ssl),
+    # so that socket.py's "import _ssl" finds it ready; otherwise make it a clean ImportError.
+    if "_ssl" not in sys.modules:
+        if getattr(sys.modules.get("_socket"), "CAPI", None) is not None:
+            try:
+                import _ssl  # noqa: F401
+            except ImportError:
+                pass
+        if "_ssl" not in sys.modules:
+            sys.modules["_ssl"] = None  # type: ignore[assignment]
+    replaced = dict((name, sys.modules.get(name)) for name in ("_socket", "select") + _SOCKET_MODULES)
+    doomed = _dependants(replaced)
+    for name in list(replaced) + list(doomed):
+        module = sys.modules.pop(name, None)
+        if module is not None:
+            # Python 2 clears a module's globals to None when the module object dies, which
+            # would break functions the program still holds (SocketServer.TCPServer.__init__).
+            _RETIRED.append(module)
+    sys.modules["_socket"] = bitsnet_socket
+    sys.modules["select"] = bitsnet_select
+    for name in _SOCKET_MODULES:
+        if replaced.get(name) is not None:
+            __import__(name)
+
+
+def installed():
+    """Whether ``install()`` is in effect."""
+    module = sys.modules.get("_socket")
+    return module is not None and module.__name__ == "bitsnet._socket"
+
+
+def configure(address, netmask, gateway=None, dns=()):
+    """Static IPv4 configuration for the default NIC (instead of DHCP)."""
+    from bitsnet import ipconfig
+    return ipconfig.configure(address, netmask, gateway, dns)
+
+
+def interfaces():
+    """A list of dicts {name, mac, address, netmask, gateway, dns}, one per NIC."""
+    from bitsnet import ipconfig
+    return ipconfig.interfaces()

@@ -1,0 +1,1135 @@
+"""The drop-in ``_socket``: what the standard ``socket.py`` of Python 2.7 and 3.x builds on.
+
+Install it as ``sys.modules['_socket']`` (``bitsnet.install()`` does) and the stock ``socket``
+module, and everything above it (httplib/http.client, urllib2/urllib.request, SocketServer,
+BaseHTTPServer, selectors...), runs unchanged over the firmware's TCP4 protocol.
+
+Contents, in file order:
+
+  exceptions     ``error``, ``herror``, ``gaierror``, ``timeout`` (from ``bitsnet.errors``, with
+                 each Python version's inheritance)
+  constants      ``AF_*``, ``SOCK_*``, ``SOL_*``, ``SO_*``, ``TCP_*``, ``MSG_*``, ``SHUT_*``,
+                 ``AI_*``, ``NI_*``, ``EAI_*``: Linux's values, so code that compares them
+                 with numbers it learnt elsewhere still works
+  the fd table   ``fileno()`` numbers (from ``FIRST_FD`` on, never reused) -> ``_Descriptor``
+                 (one endpoint, shared by ``dup()``); ``select.py`` resolves fds here
+  ``socket``     the socket type. It is the base class of 3.x's ``socket.socket`` (``__slots__``
+                 without ``__weakref__``, ``family``/``type``/``proto`` as properties,
+                 ``fileno=`` adopts an fd, ``_accept()`` returns ``(fd, address)``) and the
+                 ``_sock`` inside 2.7's ``_socketobject`` (``accept()`` returns
+                 ``(socket, address)``; dropping it closes it, because 2.7's ``close()`` only
+                 drops the reference)
+  functions      ``getaddrinfo``, ``gethostbyname(_ex)``, ``gethostbyaddr``, ``gethostname``,
+                 ``getnameinfo``, ``getservbyname/port``, ``getprotobyname``, ``inet_aton/ntoa``,
+                 ``inet_pton/ntop``, ``hton*/ntoh*``, ``get/setdefaulttimeout``, ``dup``, ``close``,
+                 ``socketpair`` (in memory: ``_PairEndpoint``)
+
+Waiting. Every endpoint method is a non-blocking primitive (``bitsnet/tcp.py``); a blocking
+call here is "try; if it would block, ``events.wait_until(ready, deadline, poll=ep.progress)``;
+try again". The deadline is our own monotonic timer, so ``settimeout`` works whatever timeouts
+the firmware has (EDK2 cannot time a connect out in less than 60 s, facts 3.9).
+
+Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
+data is dropped. EFI TCP4 has only a full close (facts 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``
+both start the graceful close (our FIN): data that had already arrived can still be read, then
+``recv`` returns ``b''``; whatever the peer sends after our FIN is not delivered.
+
+Not supported (the error CPython gives for an unsupported feature): IPv6 sockets
+(EAFNOSUPPORT), datagram sockets until ``bitsnet/udp.py`` provides ``UdpEndpoint``
+(EPROTONOSUPPORT), ``MSG_OOB`` (EOPNOTSUPP), unknown socket options (ENOPROTOOPT), names other
+than IP literals and ``localhost`` until a resolver exists (``gaierror(EAI_NONAME)``).
+"""
+
+from __future__ import absolute_import
+
+import errno as _errno
+import functools as _functools
+import struct as _struct
+import sys as _sys
+
+import efi as _efi
+
+from bitsnet import buffers as _buffers
+from bitsnet import errors as _errors
+from bitsnet import events as _events
+
+error = _errors.error
+herror = _errors.herror
+gaierror = _errors.gaierror
+timeout = _errors.timeout
+
+# --- Constants (Linux values) ----------------------------------------------------------------
+AF_UNSPEC = 0
+AF_INET = 2
+AF_INET6 = 10  # defined so that code can name it; sockets of this family are not supported yet
+SOCK_STREAM = 1
+SOCK_DGRAM = 2
+IPPROTO_IP = 0
+IPPROTO_ICMP = 1
+IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+IPPROTO_IPV6 = 41
+IPV6_V6ONLY = 26
+SOL_SOCKET = 1
+SOL_TCP = IPPROTO_TCP
+SOL_UDP = IPPROTO_UDP
+SO_REUSEADDR = 2
+SO_TYPE = 3
+SO_ERROR = 4
+SO_BROADCAST = 6
+SO_SNDBUF = 7
+SO_RCVBUF = 8
+SO_KEEPALIVE = 9
+SO_LINGER = 13
+TCP_NODELAY = 1
+SOMAXCONN = 128
+MSG_OOB = 0x1
+MSG_PEEK = 0x2
+MSG_DONTWAIT = 0x40
+MSG_WAITALL = 0x100
+SHUT_RD = 0
+SHUT_WR = 1
+SHUT_RDWR = 2
+AI_PASSIVE = 0x1
+AI_CANONNAME = 0x2
+AI_NUMERICHOST = 0x4
+AI_V4MAPPED = 0x8
+AI_ALL = 0x10
+AI_ADDRCONFIG = 0x20
+AI_NUMERICSERV = 0x400
+NI_NUMERICHOST = 0x1
+NI_NUMERICSERV = 0x2
+NI_NOFQDN = 0x4
+NI_NAMEREQD = 0x8
+NI_DGRAM = 0x10
+NI_MAXHOST = 1025
+NI_MAXSERV = 32
+EAI_BADFLAGS = -1
+EAI_NONAME = -2
+EAI_AGAIN = -3
+EAI_FAIL = -4
+EAI_FAMILY = -6
+EAI_SOCKTYPE = -7
+EAI_SERVICE = -8
+EAI_MEMORY = -10
+EAI_SYSTEM = -11
+INADDR_ANY = 0
+INADDR_BROADCAST = 0xffffffff
+INADDR_LOOPBACK = 0x7f000001
+INADDR_NONE = 0xffffffff
+has_ipv6 = False
+
+# fileno() numbers start high so they are never mistaken for stdin/stdout/stderr (or any real
+# fd on a host) and are never reused: a stale number cannot name a newer socket.
+FIRST_FD = 1000
+
+# glibc's messages for the EAI_* codes we raise.
+_GAI_MESSAGES = {
+    EAI_NONAME: "Name or service not known",
+    EAI_SERVICE: "Servname not supported for ai_socktype",
+    EAI_FAMILY: "ai_family not supported",
+    EAI_SOCKTYPE: "ai_socktype not supported",
+    EAI_BADFLAGS: "Bad value for ai_flags",
+}
+
+# The services table a firmware has no /etc/services for: name -> (port, protocols).
+_SERVICES = {
+    "ftp": (21, ("tcp",)), "ssh": (22, ("tcp",)), "telnet": (23, ("tcp",)), "smtp": (25, ("tcp",)),
+    "domain": (53, ("tcp", "udp")), "bootps": (67, ("udp",)), "bootpc": (68, ("udp",)),
+    "tftp": (69, ("udp",)), "http": (80, ("tcp",)), "pop3": (110, ("tcp",)), "ntp": (123, ("udp",)),
+    "imap": (143, ("tcp",)), "snmp": (161, ("udp",)), "ldap": (389, ("tcp",)), "https": (443, ("tcp",)),
+    "syslog": (514, ("udp",)), "http-alt": (8080, ("tcp",)),
+}
+_PROTOCOLS = {"ip": IPPROTO_IP, "icmp": IPPROTO_ICMP, "tcp": IPPROTO_TCP, "udp": IPPROTO_UDP}
+
+# Names every firmware knows without DNS.
+_LOCALHOST = "127.0.0.1"
+_HOSTS = {"localhost": _LOCALHOST, "localhost.localdomain": _LOCALHOST}
+
+_default_timeout = [None]  # type: list   # setdefaulttimeout(); None = blocking
+
+try:
+    _INT_TYPES = (int, long)  # type: ignore[name-defined]  # noqa: F821   # 2.7: ints may be longs
+except NameError:
+    _INT_TYPES = (int,)  # type: ignore[assignment]
+
+
+def _error(err, detail=None):
+    return _errors.socket_error(err, detail)
+
+
+def _efi_guarded(method):
+    """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4)."""
+    @_functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except _efi.EFIException as exc:
+            status = exc.args[0] if exc.args else _efi.EFI_DEVICE_ERROR
+            raise _error(_errors.errno_for(status, method.__name__),
+                         "%s in %s" % (_errors.status_name(status), method.__name__))
+    return guarded
+
+
+# --- The fd table ------------------------------------------------------------------------------
+class _Descriptor(object):
+    """What an fd names: one endpoint, plus the state that belongs to it rather than to a
+    socket object (``dup()`` shares it; timeouts are per socket object, as in CPython)."""
+
+    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger")
+
+    def __init__(self, endpoint, family, type, proto):
+        self.endpoint = endpoint
+        self.family = family
+        self.type = type
+        self.proto = proto
+        self.refs = 1  # fds naming this descriptor
+        self.read_shut = False  # shutdown(SHUT_RD) seen: recv returns b'' (kept in Python)
+        self.linger = (0, 0)  # SO_LINGER (onoff, seconds); (1, 0) makes close() abort (RST)
+
+
+_fds = {}  # type: dict   # fd -> _Descriptor
+_next_fd = [FIRST_FD]
+
+
+def _register(descriptor):
+    fd = _next_fd[0]
+    _next_fd[0] += 1
+    _fds[fd] = descriptor
+    return fd
+
+
+def _release(fd):
+    """Forget ``fd``; the endpoint closes when no fd names it any more (graceful unless
+    SO_LINGER was set to 0 seconds). Never blocks: the endpoint finishes in the background."""
+    descriptor = _fds.pop(fd, None)
+    if descriptor is None:
+        return
+    descriptor.refs -= 1
+    if descriptor.refs <= 0:
+        onoff, seconds = descriptor.linger
+        descriptor.endpoint.close(abort=bool(onoff) and seconds == 0)
+
+
+def lookup(fd):
+    """The descriptor ``fd`` names, or None (select.py's way into the table)."""
+    return _fds.get(fd)
+
+
+def _new_endpoint(family, type, proto):
+    """The endpoint class for (family, type), imported on first use (no firmware at import)."""
+    if family != AF_INET:
+        raise _error(_errno.EAFNOSUPPORT)
+    if type == SOCK_STREAM:
+        if proto not in (0, IPPROTO_TCP):
+            raise _error(_errno.EPROTONOSUPPORT)
+        from bitsnet import tcp
+        return tcp.TcpEndpoint()
+    if type == SOCK_DGRAM:
+        if proto not in (0, IPPROTO_UDP):
+            raise _error(_errno.EPROTONOSUPPORT)
+        try:
+            from bitsnet import udp  # issue 5: UdpEndpoint plugs in here
+            endpoint_class = udp.UdpEndpoint
+        except (ImportError, AttributeError):
+            raise _error(_errno.EPROTONOSUPPORT, "UDP is not supported yet")
+        return endpoint_class()
+    raise _error(_errno.ESOCKTNOSUPPORT if hasattr(_errno, "ESOCKTNOSUPPORT") else _errno.EINVAL)
+
+
+def _check_timeout(value):
+    """settimeout()/setdefaulttimeout() argument -> None or a float >= 0."""
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError("Timeout value must be int, float or None")
+    if value < 0.0 or value != value:
+        raise ValueError("Timeout value out of range")
+    return value
+
+
+def getdefaulttimeout():
+    """getdefaulttimeout() -> timeout
+
+    Returns the default timeout in seconds (float) for new socket objects.
+    A value of None indicates that new socket objects have no timeout."""
+    return _default_timeout[0]
+
+
+def setdefaulttimeout(timeout):
+    """setdefaulttimeout(timeout)
+
+    Set the default timeout in seconds (float) for new socket objects.
+    A value of None indicates that new socket objects have no timeout."""
+    _default_timeout[0] = _check_timeout(timeout)
+
+
+# --- Addresses ---------------------------------------------------------------------------------
+def _port_number(port, who):
+    try:
+        port = int(port)
+    except (TypeError, ValueError):
+        raise TypeError("an integer is required (got type %s)" % type(port).__name__)
+    if not 0 <= port <= 0xffff:
+        raise OverflowError("%s: port must be 0-65535." % who)
+    return port
+
+
+def _inet_address(address, who):
+    """An AF_INET socket address tuple -> ("a.b.c.d", port), resolving the host as CPython does
+    (``""`` is INADDR_ANY, ``"<broadcast>"`` INADDR_BROADCAST, names through gethostbyname)."""
+    if not isinstance(address, tuple) or len(address) != 2:
+        raise TypeError("%s(): AF_INET address must be tuple, not %s" % (who, type(address).__name__))
+    host, port = address
+    return _host_address(_text(host), passive=True), _port_number(port, who)
+
+
+def _text(host):
+    """A host argument (str, bytes; unicode on 2.7) as str."""
+    if isinstance(host, str):
+        return host
+    if isinstance(host, (bytes, bytearray)):
+        return bytes(host).decode("ascii")
+    if _sys.version_info[0] < 3 and isinstance(host, unicode):  # noqa: F821
+        return host.encode("idna")
+    raise TypeError("str, bytes or bytearray expected, not %s" % type(host).__name__)
+
+
+def _host_address(host, passive=False):
+    """Dotted quad for ``host``: "" (INADDR_ANY if ``passive``), literals, local names."""
+    host = str(host)
+    if host == "":
+        return "0.0.0.0" if passive else _LOCALHOST
+    if host == "<broadcast>":
+        return "255.255.255.255"
+    literal = _parse_ipv4(host, strict=False)
+    if literal is not None:
+        return inet_ntoa(literal)
+    return _resolve_name(host)
+
+
+def _resolve_name(name):
+    """A host name -> dotted quad, without DNS for now (issue 5 adds bitsnet/dns.py here)."""
+    address = _HOSTS.get(name.lower().rstrip("."))
+    if address is not None:
+        return address
+    try:
+        from bitsnet import dns
+        resolve = dns.resolve
+    except (ImportError, AttributeError):
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    return resolve(name)
+
+
+# --- The socket type ---------------------------------------------------------------------------
+class socket(object):
+    """socket(family=AF_INET, type=SOCK_STREAM, proto=0, fileno=None) -> socket object
+
+    A TCP/IPv4 socket over the firmware's EFI_TCP4_PROTOCOL (see the module docstring). With
+    ``fileno``, the new object takes over an fd returned by ``_accept()``, ``dup()`` or
+    ``detach()``. Dropping the last reference closes it gracefully."""
+
+    # No __weakref__ and no __dict__: 3.x's socket.socket adds its own slots to this base.
+    __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto")
+
+    def __init__(self, family=-1, type=-1, proto=-1, fileno=None):
+        self._fd = -1
+        self._descriptor = None
+        if fileno is not None:
+            if not isinstance(fileno, _INT_TYPES) or isinstance(fileno, bool):
+                raise TypeError("fileno must be an integer, not %s" % fileno.__class__.__name__)
+            descriptor = _fds.get(fileno)
+            if descriptor is None:
+                raise _error(_errno.EBADF)
+            fd = fileno
+        else:
+            family = AF_INET if family == -1 else family
+            type = SOCK_STREAM if type == -1 else type
+            proto = 0 if proto == -1 else proto
+            descriptor = _Descriptor(_new_endpoint(family, type, proto), family, type, proto)
+            fd = _register(descriptor)
+        self._family = descriptor.family
+        self._type = descriptor.type
+        self._proto = descriptor.proto
+        self._descriptor = descriptor
+        self._fd = fd
+        self._timeout = _default_timeout[0]
+
+    # -- identity and lifetime
+    family = property(lambda self: self._family, doc="the socket family")
+    type = property(lambda self: self._type, doc="the socket type")
+    proto = property(lambda self: self._proto, doc="the socket protocol")
+    timeout = property(lambda self: self._timeout, doc="the socket timeout")
+
+    def __repr__(self):
+        return "<socket object, fd=%d, family=%d, type=%d, proto=%d>" % (
+            self._fd, self._family, self._type, self._proto)
+
+    def fileno(self):  # type: () -> int
+        """fileno() -> integer
+
+        Return the integer file descriptor of the socket (-1 once closed)."""
+        return self._fd
+
+    def close(self):
+        """close()
+
+        Close the socket. The connection is closed gracefully (FIN) in the background; with
+        SO_LINGER set to 0 seconds it is reset instead. Closing twice is harmless."""
+        fd, self._fd, self._descriptor = self._fd, -1, None
+        if fd >= 0:
+            _release(fd)
+
+    def detach(self):
+        """detach()
+
+        Close the socket object without closing the underlying fd; return that fd."""
+        fd, self._fd, self._descriptor = self._fd, -1, None
+        return fd
+
+    def dup(self):
+        """dup() -> socket object
+
+        A new socket object for the same connection (closed independently)."""
+        sock = socket(self._family, self._type, self._proto, fileno=dup(self._live_fd()))
+        sock._timeout = self._timeout
+        return sock
+
+    def __del__(self):
+        # The 2.7 socket.py never closes its _sock; this is where that connection ends.
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def _live_fd(self):
+        if self._fd < 0:
+            raise _error(_errno.EBADF)
+        return self._fd
+
+    def _endpoint(self):
+        descriptor = self._descriptor
+        if descriptor is None:
+            raise _error(_errno.EBADF)
+        return descriptor.endpoint
+
+    # -- timeouts
+    def settimeout(self, timeout):
+        """settimeout(timeout)
+
+        Set a timeout on socket operations. 'timeout' can be a float, giving in seconds, or
+        None. Setting a timeout of None disables the timeout feature and is equivalent to
+        setblocking(1). Setting a timeout of zero is the same as setblocking(0)."""
+        self._timeout = _check_timeout(timeout)
+
+    def gettimeout(self):
+        """gettimeout() -> timeout
+
+        Returns the timeout in seconds (float) associated with socket operations. A timeout
+        of None indicates that timeouts on socket operations are disabled."""
+        return self._timeout
+
+    def setblocking(self, flag):
+        """setblocking(flag)
+
+        Set the socket to blocking (flag is true) or non-blocking (false)."""
+        self._timeout = None if flag else 0.0
+
+    def getblocking(self):
+        """getblocking() -> bool: False when the socket is non-blocking (timeout 0)."""
+        return self._timeout != 0.0
+
+    def _wait(self, endpoint, ready, deadline):
+        """Wait for ``ready()`` until ``deadline``; ``timeout`` if it passes (never for 0)."""
+        if not _events.wait_until(ready, deadline, poll=endpoint.progress):
+            raise timeout("timed out")
+
+    def _deadline(self):
+        return None if self._timeout is None else _events.clock() + self._timeout
+
+    # -- connection set-up
+    @_efi_guarded
+    def bind(self, address):
+        """bind(address)
+
+        Bind the socket to a local address, a pair (host, port); port 0 picks a free port."""
+        self._endpoint().bind(_inet_address(address, "bind"))
+
+    @_efi_guarded
+    def listen(self, backlog=SOMAXCONN):
+        """listen([backlog])
+
+        Accept connections; at most ``backlog`` wait to be accepted (EDK2 caps it at 10)."""
+        self._endpoint().listen(max(0, int(backlog)))
+
+    @_efi_guarded
+    def connect(self, address):
+        """connect(address)
+
+        Connect the socket to a remote address, a pair (host, port)."""
+        err = self._connect(address)
+        if err:
+            raise _error(err)
+
+    @_efi_guarded
+    def connect_ex(self, address):
+        """connect_ex(address) -> errno
+
+        This is like connect(address), but returns an error code instead of raising."""
+        try:
+            return self._connect(address)
+        except timeout:
+            return _errno.EWOULDBLOCK
+
+    def _connect(self, address):
+        endpoint = self._endpoint()
+        remote = _inet_address(address, "connect")
+        if endpoint.connected or endpoint.listening:
+            return _errno.EISCONN
+        if endpoint.connecting:
+            if self._timeout == 0.0:
+                return _errno.EALREADY
+        else:
+            try:
+                endpoint.connect_start(remote)
+            except timeout:
+                raise
+            except error as exc:
+                return exc.errno or _errno.EIO
+        if endpoint.connecting:
+            if self._timeout == 0.0:
+                return _errno.EINPROGRESS
+            self._wait(endpoint, lambda: not endpoint.connecting, self._deadline())
+        if endpoint.connected:
+            return 0
+        return endpoint.take_error() or _errno.ECONNABORTED
+
+    def _accept_endpoint(self):
+        endpoint = self._endpoint()
+        if not endpoint.listening:
+            raise _error(_errno.EINVAL)
+        deadline = self._deadline()
+        while True:
+            child = endpoint.accept()
+            if child is not None:
+                return child
+            if self._timeout == 0.0:
+                raise _error(_errno.EAGAIN)
+            self._wait(endpoint, endpoint.acceptable, deadline)
+
+    @_efi_guarded
+    def _accept(self):
+        """_accept() -> (integer fd, address): Python 3's socket.accept() builds on this."""
+        child = self._accept_endpoint()
+        descriptor = _Descriptor(child, self._family, self._type, self._proto)
+        return _register(descriptor), child.remote_address
+
+    def accept(self):
+        """accept() -> (socket object, address info)
+
+        Wait for an incoming connection (Python 2.7's socket.py wraps the socket object)."""
+        fd, address = self._accept()
+        return socket(self._family, self._type, self._proto, fileno=fd), address
+
+    # -- names and options
+    @_efi_guarded
+    def getsockname(self):
+        """getsockname() -> address info: the local (host, port)."""
+        return self._endpoint().local_address or ("0.0.0.0", 0)
+
+    @_efi_guarded
+    def getpeername(self):
+        """getpeername() -> address info: the remote (host, port)."""
+        remote = self._endpoint().remote_address
+        if remote is None:
+            raise _error(_errno.ENOTCONN)
+        return remote
+
+    # (level, optname) -> the endpoint's option name; values are ints except SO_LINGER.
+    _OPTIONS = {
+        (SOL_SOCKET, SO_REUSEADDR): "reuseaddr", (SOL_SOCKET, SO_KEEPALIVE): "keepalive",
+        (SOL_SOCKET, SO_RCVBUF): "rcvbuf", (SOL_SOCKET, SO_SNDBUF): "sndbuf",
+        (IPPROTO_TCP, TCP_NODELAY): "nodelay",
+    }
+    _BOOLEAN_OPTIONS = ("reuseaddr", "keepalive", "nodelay")
+
+    @_efi_guarded
+    def setsockopt(self, level, optname, value, optlen=None):
+        """setsockopt(level, option, value)
+
+        Set a socket option: SO_REUSEADDR, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, SO_LINGER
+        (struct "ii"; 0 seconds makes close() reset) and TCP_NODELAY."""
+        endpoint = self._endpoint()
+        if (level, optname) == (SOL_SOCKET, SO_LINGER):
+            if isinstance(value, _INT_TYPES):
+                raise _error(_errno.EINVAL)
+            onoff, seconds = _struct.unpack("ii", bytes(value)[:8])
+            self._descriptor.linger = (int(onoff != 0), seconds)
+            endpoint.set_option("linger", self._descriptor.linger)
+            return
+        name = self._OPTIONS.get((level, optname))
+        if name is None:
+            raise _error(_errno.ENOPROTOOPT)
+        if not isinstance(value, _INT_TYPES):
+            data = bytes(value)
+            if len(data) < 4:
+                raise _error(_errno.EINVAL)
+            value = _struct.unpack("i", data[:4])[0]
+        if name in self._BOOLEAN_OPTIONS:
+            value = int(value != 0)
+        endpoint.set_option(name, value)
+
+    @_efi_guarded
+    def getsockopt(self, level, optname, buflen=0):
+        """getsockopt(level, option[, buffersize]) -> value
+
+        SO_ERROR is the pending errno (and clears it), as on any OS."""
+        endpoint = self._endpoint()
+        if not 0 <= buflen <= 1024:
+            raise _error(_errno.EINVAL, "getsockopt buflen out of range")
+        if (level, optname) == (SOL_SOCKET, SO_LINGER):
+            packed = _struct.pack("ii", *self._descriptor.linger)
+            return packed[:buflen] if buflen else self._descriptor.linger[0]
+        if (level, optname) == (SOL_SOCKET, SO_ERROR):
+            value = endpoint.take_error()
+        elif (level, optname) == (SOL_SOCKET, SO_TYPE):
+            value = self._type
+        else:
+            name = self._OPTIONS.get((level, optname))
+            if name is None:
+                raise _error(_errno.ENOPROTOOPT)
+            value = int(endpoint.get_option(name))
+        return _struct.pack("i", value)[:buflen] if buflen else value
+
+    # -- data
+    @_efi_guarded
+    def recv(self, bufsize, flags=0):  # type: (int, int) -> bytes
+        """recv(buffersize[, flags]) -> data
+
+        Receive up to buffersize bytes; b'' means the peer closed (or SHUT_RD was done)."""
+        if bufsize < 0:
+            raise ValueError("negative buffersize in recv")
+        buffer = bytearray(bufsize)
+        n = self._recv_into(buffer, bufsize, flags)
+        return bytes(buffer) if n == bufsize else memoryview(buffer)[:n].tobytes()
+
+    @_efi_guarded
+    def recv_into(self, buffer, nbytes=0, flags=0):  # type: (object, int, int) -> int
+        """recv_into(buffer, [nbytes[, flags]]) -> nbytes_read
+
+        Receive up to nbytes bytes into the writable buffer (all of it if nbytes is 0)."""
+        return self._recv_into(buffer, self._size(buffer, nbytes, "recv_into"), flags)
+
+    @_efi_guarded
+    def recvfrom(self, bufsize, flags=0):
+        """recvfrom(buffersize[, flags]) -> (data, address info); None for a TCP socket."""
+        return self.recv(bufsize, flags), None
+
+    @_efi_guarded
+    def recvfrom_into(self, buffer, nbytes=0, flags=0):
+        """recvfrom_into(buffer[, nbytes[, flags]]) -> (nbytes, address info)"""
+        return self._recv_into(buffer, self._size(buffer, nbytes, "recvfrom_into"), flags), None
+
+    @staticmethod
+    def _size(buffer, nbytes, who):
+        if nbytes < 0:
+            raise ValueError("negative buffersize in %s" % who)
+        view = memoryview(buffer)
+        available = len(view) * view.itemsize
+        if nbytes == 0:
+            return available
+        if nbytes > available:
+            raise ValueError("buffer too small for requested bytes")
+        return nbytes
+
+    def _recv_into(self, buffer, nbytes, flags):
+        endpoint = self._endpoint()
+        if flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL):
+            raise _error(_errno.EOPNOTSUPP)
+        if nbytes == 0 or self._descriptor.read_shut:
+            return 0
+        peek = bool(flags & MSG_PEEK)
+        nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
+        deadline = self._deadline()
+        if flags & MSG_WAITALL and not peek and not nonblocking:
+            return self._recv_all(endpoint, buffer, nbytes, deadline)
+        while True:
+            n = endpoint.recv_into(buffer, nbytes, peek)
+            if n is not None:
+                return n
+            if nonblocking:
+                raise _error(_errno.EAGAIN)
+            self._wait(endpoint, endpoint.can_recv, deadline)
+
+    def _recv_all(self, endpoint, buffer, nbytes, deadline):
+        view = memoryview(buffer)
+        got = 0
+        while got < nbytes:
+            n = endpoint.recv_into(view[got:], nbytes - got, False)
+            if n == 0:
+                break
+            if n is None:
+                self._wait(endpoint, endpoint.can_recv, deadline)
+                continue
+            got += n
+        return got
+
+    @_efi_guarded
+    def send(self, data, flags=0):  # type: (bytes, int) -> int
+        """send(data[, flags]) -> count
+
+        Send data; return how many bytes were taken (the send buffer is bounded)."""
+        return self._send(memoryview(data), flags, self._deadline())
+
+    def _send(self, view, flags, deadline):
+        endpoint = self._endpoint()
+        if flags & ~MSG_DONTWAIT:
+            raise _error(_errno.EOPNOTSUPP)
+        if not len(view):
+            return 0
+        while True:
+            n = endpoint.send(view)
+            if n is not None:
+                return n
+            if self._timeout == 0.0 or flags & MSG_DONTWAIT:
+                raise _error(_errno.EAGAIN)
+            self._wait(endpoint, endpoint.can_send, deadline)
+
+    @_efi_guarded
+    def sendall(self, data, flags=0):  # type: (bytes, int) -> None
+        """sendall(data[, flags])
+
+        Send all of data; the timeout, if any, applies to the whole call (as in 3.5+)."""
+        view = memoryview(data)
+        if view.ndim != 1 or view.itemsize != 1:
+            view = memoryview(view.tobytes())
+        deadline = self._deadline()
+        sent = 0
+        while sent < len(view):
+            sent += self._send(view[sent:], flags, deadline)
+
+    @_efi_guarded
+    def sendto(self, data, flags_or_address, address=None):
+        """sendto(data[, flags], address) -> count
+
+        For a connected TCP socket the address is checked and otherwise ignored."""
+        flags = 0 if address is None else flags_or_address
+        _inet_address(flags_or_address if address is None else address, "sendto")
+        return self._send(memoryview(data), flags, self._deadline())
+
+    @_efi_guarded
+    def shutdown(self, how):
+        """shutdown(flag)
+
+        SHUT_RD: later recv returns b''. SHUT_WR or SHUT_RDWR: send our FIN; EFI TCP4 only has
+        a full close, so whatever the peer sends after that is not delivered (see the module
+        docstring)."""
+        endpoint = self._endpoint()
+        if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
+            raise _error(_errno.EINVAL)
+        if not endpoint.connected:
+            raise _error(_errno.ENOTCONN)
+        if how in (SHUT_RD, SHUT_RDWR):
+            self._descriptor.read_shut = True
+        endpoint.shutdown(how)  # SHUT_RD: the endpoint drops what arrives from now on
+
+
+SocketType = socket
+
+
+def dup(fd):  # type: (int) -> int
+    """dup(integer) -> integer
+
+    Another fd for the same socket; the connection closes when every fd is closed."""
+    descriptor = _fds.get(fd)
+    if descriptor is None:
+        raise _error(_errno.EBADF)
+    descriptor.refs += 1
+    return _register(descriptor)
+
+
+def close(fd):
+    """close(integer) -> None
+
+    Close an integer socket file descriptor (as os.close() would on a real OS)."""
+    if fd not in _fds:
+        raise _error(_errno.EBADF)
+    _release(fd)
+
+
+class _PairEndpoint(object):
+    """One end of ``socketpair()``: an in-memory byte stream to its twin, no firmware at all.
+
+    It offers what select.py and the socket type ask of an endpoint, so a pair works with
+    select/poll/selectors -- asyncio's self-pipe is one (stdlib-surface.md 0.7; the fallback
+    in socket.py would need a loopback interface, which EDK2 does not have, facts 3.10).
+    """
+
+    LIMIT = 256 * 1024  # bytes the twin may queue here before send() would block
+    listening = False
+    connecting = False
+    local_address = remote_address = ("127.0.0.1", 0)
+
+    def __init__(self):
+        self.peer = None  # type: _PairEndpoint
+        self._rx = _buffers.ByteQueue()
+        self._eof = False  # the twin shut down writing or closed
+        self._write_shut = False
+        self._user_closed = False
+        self._options = {"reuseaddr": False, "keepalive": False, "nodelay": False, "rcvbuf": self.LIMIT,
+                         "sndbuf": self.LIMIT, "linger": None}
+
+    connected = property(lambda self: not self._user_closed)
+    closed = property(lambda self: self._user_closed)
+
+    def bind(self, address):
+        raise _error(_errno.EINVAL)
+
+    def connect_start(self, address):
+        raise _error(_errno.EISCONN)
+
+    def listen(self, backlog):
+        raise _error(_errno.EINVAL)
+
+    def accept(self):
+        raise _error(_errno.EINVAL)
+
+    def recv_into(self, buffer, nbytes=None, peek=False):
+        if self._rx:
+            return self._rx.readinto(buffer, nbytes, consume=not peek)
+        return 0 if self._eof else None
+
+    def send(self, data):
+        peer = self.peer
+        if self._write_shut or peer is None:
+            raise _error(_errno.EPIPE)
+        space = self.LIMIT - len(peer._rx)
+        if space <= 0:
+            return None
+        view = memoryview(data)
+        n = min(len(view), space)
+        peer._rx.append(view[:n].tobytes())
+        return n
+
+    def shutdown(self, how):
+        if how in (SHUT_WR, SHUT_RDWR):
+            self._write_shut = True
+            if self.peer is not None:
+                self.peer._eof = True
+
+    def close(self, abort=False):
+        self._user_closed = True
+        peer, self.peer = self.peer, None
+        if peer is not None:
+            peer._eof = True
+            peer.peer = None
+
+    def progress(self):
+        pass
+
+    def can_recv(self):
+        return bool(self._rx) or self._eof
+
+    def can_send(self):
+        return self._write_shut or self.peer is None or len(self.peer._rx) < self.LIMIT
+
+    def acceptable(self):
+        return False
+
+    def take_error(self):
+        return 0
+
+    def set_option(self, name, value):
+        self._options[name] = value
+
+    def get_option(self, name):
+        return self._options[name]
+
+
+def socketpair(family=AF_INET, type=SOCK_STREAM, proto=0):
+    """socketpair([family[, type[, proto]]]) -> (socket object, socket object)
+
+    Two connected stream sockets, in memory (there is no AF_UNIX; family must be AF_INET)."""
+    if family != AF_INET:
+        raise _error(_errno.EAFNOSUPPORT)
+    if type != SOCK_STREAM or proto not in (0, IPPROTO_TCP):
+        raise _error(_errno.EOPNOTSUPP)
+    first, second = _PairEndpoint(), _PairEndpoint()
+    first.peer, second.peer = second, first
+    return tuple(socket(fileno=_register(_Descriptor(end, family, type, proto))) for end in (first, second))
+
+
+# --- Names and services ------------------------------------------------------------------------
+def gethostname():
+    """gethostname() -> string: the firmware has no name of its own; "localhost"."""
+    return "localhost"
+
+
+def gethostbyname(hostname):
+    """gethostbyname(host) -> address: IP literals, "localhost", "" (0.0.0.0)."""
+    return _host_address(hostname, passive=True)
+
+
+def gethostbyname_ex(hostname):
+    """gethostbyname_ex(host) -> (name, aliaslist, addresslist)"""
+    return hostname, [], [gethostbyname(hostname)]
+
+
+def gethostbyaddr(ip_address):
+    """gethostbyaddr(host) -> (name, aliaslist, addresslist); only localhost is known."""
+    address = gethostbyname(ip_address)
+    if address == _LOCALHOST:
+        return "localhost", [], [address]
+    raise herror(1, "Unknown host")
+
+
+def _service_port(port, socktype, flags):
+    if port is None:
+        return 0
+    if isinstance(port, _INT_TYPES):
+        return int(port)
+    if isinstance(port, bytes) and not isinstance(port, str):
+        port = port.decode("ascii")
+    port = str(port)
+    if port.isdigit():
+        return int(port)
+    if flags & AI_NUMERICSERV:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    proto = "udp" if socktype == SOCK_DGRAM else "tcp"
+    entry = _SERVICES.get(port)
+    if entry is None or (socktype and proto not in entry[1]):
+        raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
+    return entry[0]
+
+
+def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (object, object, int, int, int, int) -> list
+    """getaddrinfo(host, port [, family, type, proto, flags]) -> list of (family, type, proto,
+    canonname, sockaddr)
+
+    IPv4 only: IP literals, "localhost", and None or "" (0.0.0.0 with AI_PASSIVE, otherwise
+    127.0.0.1); ports as numbers, numeric strings or service names (a built-in table)."""
+    if family not in (AF_UNSPEC, AF_INET):
+        raise gaierror(EAI_FAMILY, _GAI_MESSAGES[EAI_FAMILY])
+    if type not in (0, SOCK_STREAM, SOCK_DGRAM):
+        raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
+    port = _service_port(port, type, flags)
+    if host is None or host == "" or host == b"":
+        address = "0.0.0.0" if flags & AI_PASSIVE else _LOCALHOST
+    else:
+        host = _text(host)
+        literal = _parse_ipv4(host, strict=False)
+        if literal is not None:
+            address = inet_ntoa(literal)
+        elif flags & AI_NUMERICHOST:
+            raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+        else:
+            address = _resolve_name(host)
+    canonname = str(host) if flags & AI_CANONNAME and host else ""
+    kinds = [(SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)]
+    return [(AF_INET, kind, number, canonname, (address, port)) for kind, number in kinds
+            if type in (0, kind) and proto in (0, number)]
+
+
+def getnameinfo(sockaddr, flags):
+    """getnameinfo(sockaddr, flags) -> (host, port): numeric host; service name if known."""
+    host, port = sockaddr[0], _port_number(sockaddr[1], "getnameinfo")
+    host = gethostbyname(host)
+    if flags & NI_NAMEREQD and host != _LOCALHOST:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    if not flags & NI_NUMERICHOST and host == _LOCALHOST:
+        host = "localhost"
+    service = str(port)
+    if not flags & NI_NUMERICSERV:
+        proto = "udp" if flags & NI_DGRAM else "tcp"
+        for name, (number, protos) in sorted(_SERVICES.items()):
+            if number == port and proto in protos:
+                service = name
+                break
+    return host, service
+
+
+def getservbyname(servicename, protocolname=None):
+    """getservbyname(servicename[, protocolname]) -> integer (from a built-in table)."""
+    entry = _SERVICES.get(servicename)
+    if entry is None or (protocolname and protocolname not in entry[1]):
+        raise error("service/proto not found")
+    return entry[0]
+
+
+def getservbyport(port, protocolname=None):
+    """getservbyport(port[, protocolname]) -> string (from a built-in table)."""
+    port = _port_number(port, "getservbyport")
+    for name, (number, protos) in sorted(_SERVICES.items()):
+        if number == port and (not protocolname or protocolname in protos):
+            return name
+    raise error("port/proto not found")
+
+
+def getprotobyname(name):
+    """getprotobyname(name) -> integer"""
+    try:
+        return _PROTOCOLS[name]
+    except KeyError:
+        raise error("protocol not found")
+
+
+# --- Address conversion ------------------------------------------------------------------------
+def _parse_ipv4(text, strict):
+    """4 packed bytes for ``text``, or None. strict: inet_pton's a.b.c.d (decimal, no leading
+    zeros); otherwise inet_aton's forms (a, a.b, a.b.c; octal and hex parts)."""
+    parts = text.split(".")
+    if not 1 <= len(parts) <= 4 or (strict and len(parts) != 4):
+        return None
+    numbers = []
+    for part in parts:
+        if strict:
+            if not part.isdigit() or len(part) > 3 or (len(part) > 1 and part[0] == "0"):
+                return None
+            numbers.append(int(part))
+            continue
+        try:
+            if part[:2].lower() == "0x":
+                numbers.append(int(part[2:], 16) if len(part) > 2 else 0)
+            elif len(part) > 1 and part[0] == "0":
+                numbers.append(int(part[1:], 8))
+            elif part.isdigit():
+                numbers.append(int(part))
+            else:
+                return None
+        except ValueError:
+            return None
+    last_bits = 8 * (5 - len(numbers))
+    if any(n > 255 for n in numbers[:-1]) or numbers[-1] >= 1 << last_bits or min(numbers) < 0:
+        return None
+    value = numbers[-1]
+    for i, n in enumerate(numbers[:-1]):
+        value |= n << (24 - 8 * i)
+    return _struct.pack("!I", value)
+
+
+def inet_aton(string):
+    """inet_aton(string) -> bytes giving packed 32-bit IP representation"""
+    packed = _parse_ipv4(string, strict=False) if isinstance(string, str) else None
+    if packed is None:
+        raise error("illegal IP address string passed to inet_aton")
+    return packed
+
+
+def inet_ntoa(packed_ip):
+    """inet_ntoa(packed_ip) -> ip_address_string"""
+    packed = bytearray(packed_ip)
+    if len(packed) != 4:
+        raise error("packed IP wrong length for inet_ntoa")
+    return "%d.%d.%d.%d" % tuple(packed)
+
+
+def _parse_ipv6(text):
+    """16 packed bytes for an IPv6 literal (with "::" and a trailing dotted quad), or None."""
+    head, sep, tail = text.partition("::")
+    if "::" in tail:
+        return None
+    left = head.split(":") if head else []
+    right = tail.split(":") if tail else []
+    last = right if sep else left
+    if last and "." in last[-1]:
+        v4 = _parse_ipv4(last.pop(), strict=True)
+        if v4 is None:
+            return None
+        last.extend("%x" % word for word in _struct.unpack("!2H", v4))
+    groups = left + right
+    for group in groups:
+        if not 1 <= len(group) <= 4 or any(c not in "0123456789abcdefABCDEF" for c in group):
+            return None
+    missing = 8 - len(groups)
+    if missing < 1 if sep else missing != 0:
+        return None
+    return _struct.pack("!8H", *([int(g, 16) for g in left] + [0] * missing + [int(g, 16) for g in right]))
+
+
+def inet_pton(address_family, ip_string):
+    """inet_pton(af, ip) -> packed IP address string (AF_INET or AF_INET6)"""
+    if address_family == AF_INET:
+        packed = _parse_ipv4(ip_string, strict=True)
+    elif address_family == AF_INET6:
+        packed = _parse_ipv6(ip_string)
+    else:
+        raise _error(_errno.EAFNOSUPPORT)
+    if packed is None:
+        raise error("illegal IP address string passed to inet_pton")
+    return packed
+
+
+def inet_ntop(address_family, packed_ip):
+    """inet_ntop(af, packed_ip) -> string formatted IP address (glibc's formatting)"""
+    packed = bytes(bytearray(packed_ip))
+    if address_family == AF_INET:
+        if len(packed) != 4:
+            raise ValueError("invalid length of packed IP address string")
+        return inet_ntoa(packed)
+    if address_family != AF_INET6:
+        raise ValueError("unknown address family %d" % address_family)
+    if len(packed) != 16:
+        raise ValueError("invalid length of packed IP address string")
+    words = _struct.unpack("!8H", packed)
+    best, best_len, run, run_len = -1, 0, -1, 0
+    for i, word in enumerate(words + (1,)):
+        if word == 0 and i < 8:
+            run, run_len = (i if run < 0 else run), run_len + 1
+        else:
+            if run_len > best_len:
+                best, best_len = run, run_len
+            run, run_len = -1, 0
+    if best_len < 2:
+        best = -1
+    if best == 0 and (best_len == 6 or (best_len == 7 and words[7] != 1) or
+                      (best_len == 5 and words[5] == 0xffff)):
+        return "::" + ("ffff:" if best_len == 5 else "") + inet_ntoa(packed[12:])
+    text = []
+    i = 0
+    while i < 8:
+        if i == best:
+            text.append("::" if i == 0 else ":")
+            i += best_len
+            continue
+        text.append("%x" % words[i] + (":" if i < 7 else ""))
+        i += 1
+    return "".join(text)
+
+
+def _unsigned(x, bits, who):
+    if not isinstance(x, _INT_TYPES):
+        raise TypeError("expected int, %s found" % type(x).__name__)
+    if x < 0:
+        raise OverflowError("%s: can't convert negative Python int to C %d-bit unsigned integer" % (who, bits))
+    if x >> bits:
+        raise OverflowError("%s: Python int too large to convert to C %d-bit unsigned integer" % (who, bits))
+    return int(x)
+
+
+def htons(x):
+    """htons(integer) -> integer: 16-bit host to network byte order."""
+    return _struct.unpack("!H", _struct.pack("=H", _unsigned(x, 16, "htons")))[0]
+
+
+def ntohs(x):
+    """ntohs(integer) -> integer: 16-bit network to host byte order."""
+    return _struct.unpack("=H", _struct.pack("!H", _unsigned(x, 16, "ntohs")))[0]
+
+
+def htonl(x):
+    """htonl(integer) -> integer: 32-bit host to network byte order."""
+    return _struct.unpack("!I", _struct.pack("=I", _unsigned(x, 32, "htonl")))[0]
+
+
+def ntohl(x):
+    """ntohl(integer) -> integer: 32-bit network to host byte order."""
+    return _struct.unpack("=I", _struct.pack("!I", _unsigned(x, 32, "ntohl")))[0]
+

@@ -1,0 +1,220 @@
+"""The drop-in ``select``: ``select()`` and ``poll()`` over bitsnet's sockets.
+
+``select(rlist, wlist, xlist[, timeout])`` and ``poll()`` objects (``register``, ``modify``,
+``unregister``, ``poll([ms])``) with CPython's semantics, so that SocketServer/socketserver,
+asyncore and ``selectors`` (which then picks ``PollSelector`` as ``DefaultSelector``) work. There
+is deliberately no ``epoll``, ``kqueue`` or ``devpoll``.
+
+Arguments are socket objects (anything with ``fileno()``) or the integers ``fileno()`` gave;
+both are looked up in ``_socket``'s fd table (never handed to an OS). Readiness comes only from
+the endpoint predicates (``can_recv``, ``can_send``, ``acceptable``...), evaluated in one wait
+loop: ``events.wait_until(ready, deadline, poll=<Poll of every endpoint involved>)``.
+
+Side effect worth knowing: asking whether a socket is readable keeps one EFI Receive (or, for
+a listening socket, one Accept) outstanding on it -- that is how arriving data is noticed at
+all. The data is held in the socket's receive buffer until ``recv`` takes it.
+
+``select`` is an instance of a class, not a plain function: ``selectors.SelectSelector`` stores
+it as a class attribute, where a function would become a method and receive ``self``.
+"""
+
+from __future__ import absolute_import
+
+import errno as _errno
+import math as _math
+import sys as _sys
+
+from bitsnet import _socket
+from bitsnet import events as _events
+
+if _sys.version_info[0] >= 3:
+    error = OSError
+else:
+    class error(Exception):  # type: ignore[no-redef]
+        """select.error: in 2.7 its own class, args (errno, message)."""
+
+POLLIN = 0x001
+POLLPRI = 0x002
+POLLOUT = 0x004
+POLLERR = 0x008
+POLLHUP = 0x010
+POLLNVAL = 0x020
+POLLRDNORM = 0x040
+POLLRDBAND = 0x080
+POLLWRNORM = 0x100
+POLLWRBAND = 0x200
+POLLMSG = 0x400
+
+_READABLE = POLLIN | POLLRDNORM
+_WRITABLE = POLLOUT | POLLWRNORM
+_ALWAYS = POLLERR | POLLHUP | POLLNVAL  # reported whether asked for or not, as by poll(2)
+
+
+def _fd_of(obj):
+    """An int fd, or an object's fileno(), as CPython's select checks it."""
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        fd = obj
+    else:
+        fileno = getattr(obj, "fileno", None)
+        if fileno is None:
+            raise TypeError("argument must be an int, or have a fileno() method.")
+        fd = fileno()
+        if not isinstance(fd, int):
+            raise TypeError("fileno() returned a non-integer")
+    if fd < 0:
+        raise ValueError("file descriptor cannot be a negative integer (%d)" % fd)
+    return fd
+
+
+def _bad_fd():
+    return error(_errno.EBADF, "Bad file descriptor")
+
+
+def _events_of(descriptor):
+    """poll(2)-style event bits for the socket ``descriptor`` names, right now."""
+    endpoint = descriptor.endpoint
+    if endpoint.listening:
+        return _READABLE if endpoint.acceptable() else 0
+    if endpoint.connecting:
+        return 0
+    mask = 0
+    if descriptor.read_shut or endpoint.can_recv():
+        mask |= _READABLE
+    if endpoint.connected:
+        if endpoint.can_send():
+            mask |= _WRITABLE
+    else:
+        # Never connected, failed, reset or closed: recv and send return at once (EOF or the
+        # error), so the socket is readable and writable, and hung up -- as Linux reports it.
+        mask |= _READABLE | _WRITABLE | POLLHUP
+    return mask
+
+
+class _Waiter(object):
+    """One wait over a set of fds: the endpoints to Poll, and what to check each round."""
+
+    def __init__(self, fds):
+        self.descriptors = {}
+        for fd in fds:
+            descriptor = _socket.lookup(fd)
+            if descriptor is not None:
+                self.descriptors[fd] = descriptor
+        endpoints = {}
+        for descriptor in self.descriptors.values():
+            endpoints[id(descriptor.endpoint)] = descriptor.endpoint
+        self.endpoints = list(endpoints.values())
+
+    def progress(self):
+        for endpoint in self.endpoints:
+            endpoint.progress()
+
+    def wait(self, ready, timeout):
+        """Poll every endpoint once, then wait until ``ready()`` or ``timeout`` seconds."""
+        self.progress()
+        deadline = None if timeout is None else _events.clock() + timeout
+        return _events.wait_until(ready, deadline, poll=self.progress)
+
+
+def _timeout_seconds(timeout):
+    if timeout is None:
+        return None
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        raise TypeError("timeout must be a float or None")
+    if seconds < 0:
+        if _sys.version_info[0] >= 3:
+            raise ValueError("timeout must be non-negative")
+        raise error(_errno.EINVAL, "Invalid argument")
+    return seconds
+
+
+class _Select(object):
+    """select(rlist, wlist, xlist[, timeout]) -> (rlist, wlist, xlist)
+
+    Wait until one or more sockets are ready for some kind of I/O.
+    The first three arguments are iterables of sockets (or their fileno() integers):
+    rlist -- wait until ready for reading
+    wlist -- wait until ready for writing
+    xlist -- wait for an "exceptional condition" (TCP urgent data: never, over EFI)
+    The optional 4th argument is a timeout in seconds (a float); None or absent waits for
+    ever, 0 only polls. Returns the subsets of the three arguments that are ready."""
+
+    def __call__(self, rlist, wlist, xlist, timeout=None):
+        seconds = _timeout_seconds(timeout)
+        lists = [[(obj, _fd_of(obj)) for obj in each] for each in (rlist, wlist, xlist)]
+        waiter = _Waiter(fd for each in lists for _, fd in each)
+        for each in lists:
+            for _, fd in each:
+                if fd not in waiter.descriptors:
+                    raise _bad_fd()
+        result = [[], [], []]
+
+        def ready():
+            masks = dict((fd, _events_of(d)) for fd, d in waiter.descriptors.items())
+            result[0] = [obj for obj, fd in lists[0] if masks[fd] & (_READABLE | POLLHUP)]
+            result[1] = [obj for obj, fd in lists[1] if masks[fd] & _WRITABLE]
+            return bool(result[0] or result[1])
+
+        waiter.wait(ready, seconds)
+        return result[0], result[1], []
+
+    def __repr__(self):
+        return "<built-in function select>"
+
+
+select = _Select()
+
+
+class poll(object):
+    """poll() -> a polling object: register(fd[, eventmask]), modify(fd, eventmask),
+    unregister(fd), poll([timeout]) with the timeout in milliseconds."""
+
+    def __init__(self):
+        self._registered = {}  # fd -> eventmask
+
+    def register(self, fd, eventmask=POLLIN | POLLPRI | POLLOUT):
+        """register(fd[, eventmask]): watch fd (a socket or its fileno()) for eventmask."""
+        self._registered[_fd_of(fd)] = eventmask & 0xffff
+
+    def modify(self, fd, eventmask):
+        """modify(fd, eventmask): change the events watched for a registered fd."""
+        fd = _fd_of(fd)
+        if fd not in self._registered:
+            raise error(_errno.ENOENT, "No such file or directory")
+        self._registered[fd] = eventmask & 0xffff
+
+    def unregister(self, fd):
+        """unregister(fd): stop watching fd."""
+        fd = _fd_of(fd)
+        if fd not in self._registered:
+            raise KeyError(fd)
+        del self._registered[fd]
+
+    def poll(self, timeout=None):
+        """poll([timeout]) -> list of (fd, event) pairs; timeout in milliseconds, None or
+        negative waits for ever."""
+        if timeout is not None:
+            try:
+                milliseconds = float(timeout)
+            except (TypeError, ValueError):
+                raise TypeError("timeout must be an integer or None")
+            timeout = None if milliseconds < 0 else _math.ceil(milliseconds) / 1000.0
+        registered = list(self._registered.items())
+        waiter = _Waiter(fd for fd, _ in registered)
+        result = []  # type: list
+
+        def ready():
+            del result[:]
+            for fd, wanted in registered:
+                descriptor = waiter.descriptors.get(fd)
+                if descriptor is None or _socket.lookup(fd) is not descriptor:
+                    result.append((fd, POLLNVAL))
+                    continue
+                revents = _events_of(descriptor) & (wanted | _ALWAYS)
+                if revents:
+                    result.append((fd, revents))
+            return bool(result)
+
+        waiter.wait(ready, timeout)
+        return list(result)
