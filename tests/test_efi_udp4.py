@@ -524,7 +524,7 @@ def test_icmp_port_unreachable_completes_receive_without_data(children):
     assert not tok.token.Packet.RxData
 
 
-def test_cancel_and_configure_null_abort_tokens(children):
+def test_cancel_aborts_but_configure_null_leaves_receive_tokens_queued(children, peer):
     child = children()
     assert child.cancel() == efi.EFI_NOT_STARTED
     assert child.configure(config_data()) == efi.EFI_SUCCESS
@@ -536,8 +536,14 @@ def test_cancel_and_configure_null_abort_tokens(children):
     assert child.cancel(stranger) == efi.EFI_NOT_FOUND
     assert child.cancel(first) == efi.EFI_SUCCESS
     assert first.wait() == efi.EFI_ABORTED
+    # EDK2 quirk (Udp4Configure; measured on OVMF, tests/firmware/DEVIATIONS 31_udp_queue): the
+    # posted receive survives Configure(NULL) and completes after the child is configured again.
     assert child.configure(None) == efi.EFI_SUCCESS
-    assert second.wait() == efi.EFI_ABORTED
+    time.sleep(0.05)
+    assert not second.check()
+    assert child.configure(config_data()) == efi.EFI_SUCCESS
+    peer.sendto(b"late", (STATION, child.port()))
+    assert second.wait(child) == efi.EFI_SUCCESS and take(second)[0] == b"late"
 
 
 @pytest.mark.machine(static=True, timer=False)

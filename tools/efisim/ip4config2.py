@@ -429,7 +429,9 @@ class Ip4Config2Driver(object):
                 entry.SubnetAddress = efidefs.ipv4(subnet)
                 entry.SubnetMask = efidefs.ipv4(mask)
                 entry.GatewayAddress = efidefs.ipv4(gateway)
-            info.RouteTable = ctypes.cast(c_void_p(data + INTERFACE_INFO_SIZE), POINTER(efidefs.EFI_IP4_ROUTE_TABLE))
+        # EDK2 (Ip4Config2GetIfInfo, measured on OVMF: 00_ip4_nomapping) points RouteTable just
+        # past the structure even when there is no route.
+        info.RouteTable = ctypes.cast(c_void_p(data + INTERFACE_INFO_SIZE), POINTER(efidefs.EFI_IP4_ROUTE_TABLE))
         return uefi.EFI_SUCCESS  # *DataSize is left as the caller gave it, as in EDK2
 
     # ------------------------------------------------------------------ notify registration
