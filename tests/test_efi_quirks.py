@@ -1,5 +1,5 @@
 """One test per EDK2 TcpDxe quirk the simulator reproduces, named after it (efi-network-facts.md 3,
-bits-efi-api.md items 2-5). Each quirk is written the same way in tools/efisim/tcp4.py."""
+bits-efi-api.md items 2-5). Each quirk is written the same way in tools/efisim/tcp4.py or tcp4_tcb.py."""
 
 from __future__ import print_function
 

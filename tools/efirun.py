@@ -100,7 +100,7 @@ def build_parser():
     net.add_argument("--timer-stopped", action="store_true",
                      help="the firmware timer tick is stopped: no background processing, no DHCP")
     net.add_argument("--faults", default="", metavar="SPEC",
-                     help="fault injection, e.g. delay=0.1,tx_fail=2,rx_piece=100,reset_after=5000,no_dhcp")
+                     help="fault plan (tools/efisim/faults.py): mixed, delay=0.05,rx_piece=1, burst=200, ...")
     run = parser.add_argument_group("the run")
     run.add_argument("--lab", action="store_true",
                      help="start tools/lab.py's peers (HTTP, TCP+UDP echo, DNS) on 127.0.0.1 for the run; "

@@ -388,7 +388,12 @@ class Connection(object):
         token.CompletionToken.Event = self.events.create()
         token.Packet.TxData = ctypes.pointer(tx)
         self.keep.extend([buf, tx, token])  # zero-copy: all must live until the token completes
-        check(self.tcp4.Transmit(byref(self.tcp4), byref(token)), "Transmit")
+        deadline = time.time() + IO_TIMEOUT
+        status = self.tcp4.Transmit(byref(self.tcp4), byref(token))
+        while status == efi.EFI_OUT_OF_RESOURCES and time.time() < deadline:  # transient: poll, retry
+            self.poll()
+            status = self.tcp4.Transmit(byref(self.tcp4), byref(token))
+        check(status, "Transmit")
         wait(token.CompletionToken.Event, self.poll, time.time() + IO_TIMEOUT, "Transmit")
         check(token.CompletionToken.Status, "Transmit (token)")
 

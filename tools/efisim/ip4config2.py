@@ -193,7 +193,11 @@ class Ip4Config2Driver(object):
         """Ip4StartAutoConfig: start a DHCP4 child unless one is running; returns at once."""
         if self.dhcp is not None:
             return
-        answer_at = _now() + float(self.config.dhcp_delay) if self._dhcp_answers() else None
+        delay = float(self.config.dhcp_delay)
+        faults = getattr(self.machine, "faults", None)
+        if faults is not None and hasattr(faults, "dhcp_delay"):
+            delay = faults.dhcp_delay(delay)  # the dhcp_late fault: the answer comes later still
+        answer_at = _now() + delay if self._dhcp_answers() else None
         self.dhcp = _Dhcp(answer_at)
         self.dhcp_runs += 1
         self.firmware.add_periodic(DHCP_TICK, uefi.TPL_CALLBACK, self._dhcp_work, "Dhcp4")
