@@ -5,6 +5,8 @@
 ``configure(address, netmask, gateway, dns)``  a static address instead (policy Static).
 ``current()``                   what the NIC has now (None: no address yet).
 ``interfaces()``                a summary of every NIC, for ``bitsnet.interfaces()``.
+``timer_ticks()``, ``check_timer()``  does the firmware timer tick? (issue 11: checked before
+                                DHCP, which EDK2 drives from timer events only).
 ``DHCP_TIMEOUT``                default seconds to wait for a lease.
 
 Everything is read fresh from the firmware on each call: the address can change under us
@@ -18,6 +20,7 @@ import collections
 import ctypes
 import errno
 import sys
+import time
 
 import efi
 
@@ -28,6 +31,17 @@ from bitsnet import efidefs, errors, events, nic
 # user at the prompt wants the advice to configure a static address long before a minute.
 DHCP_TIMEOUT = 30.0
 DHCP_POLL_STALL_US = 10000  # 10 ms between InterfaceInfo reads: EDK2's timer period (facts 3.4)
+
+# The firmware timer check (issue 11). A relative timer event of 1 ms must fire within
+# TIMER_CHECK_WINDOW seconds of wall clock: EDK2 expires timer events from its 10 ms tick, so a
+# working firmware answers in about 10 ms; a second is generous and still fails fast.
+TIMER_CHECK_WINDOW = 1.0
+TIMER_CHECK_DELAY_100NS = 10000  # 1 ms in SetTimer's 100 ns units
+TimerRelative = 2  # EFI_TIMER_DELAY (facts 2.2 SetTimer); not among the efi names bitsnet may use
+TIMER_REMEDY = ("the firmware timer is stopped (no EFI timer event fires, so EDK2 never polls the NIC and DHCP"
+                " cannot finish); on BITS the usual cause is its SMP start-up, which reprograms the local APIC"
+                " timer that OVMF ticks from: run bitsnet.lapic.restore_timer() first, or configure a static"
+                " address with bitsnet.configure(...)")
 
 Ip4Info = collections.namedtuple("Ip4Info", "address netmask gateway dns_servers routes name")
 
@@ -123,6 +137,39 @@ def _stall():
     events.boot_services().Stall(DHCP_POLL_STALL_US)
 
 
+def timer_ticks(window=None):
+    # type: (float) -> bool
+    """Whether a 1 ms relative timer event fires within ``window`` seconds of wall clock.
+
+    A Type-0 EVT_TIMER event polled with CheckEvent (facts 2.3): no notify function, so the
+    answer does not depend on how bitsnet notices completions. Wall clock is ``time.time``
+    (GRUB's TSC-based clock in BITS), which keeps running when the firmware tick does not;
+    Stall busy-waits on the firmware's TimerLib, also independent of the tick.
+    """
+    window = TIMER_CHECK_WINDOW if window is None else window
+    bs = events.boot_services()
+    event = efi.EFI_EVENT()
+    status = bs.CreateEvent(efi.EVT_TIMER, 0, efi.EFI_EVENT_NOTIFY(), None, ctypes.byref(event))
+    errors.raise_for_status(status, "CreateEvent(EVT_TIMER)")
+    try:
+        errors.raise_for_status(bs.SetTimer(event, TimerRelative, TIMER_CHECK_DELAY_100NS), "SetTimer")
+        start = time.time()
+        while True:
+            if bs.CheckEvent(event) == efi.EFI_SUCCESS:
+                return True
+            if time.time() - start >= window:
+                return False
+            bs.Stall(1000)
+    finally:
+        bs.CloseEvent(event)
+
+
+def check_timer(window=None):
+    """Raise error(EIO) naming the cause and the remedy if the firmware timer does not tick."""
+    if not timer_ticks(window):
+        raise errors.socket_error(errno.EIO, TIMER_REMEDY)
+
+
 def ensure_configured(timeout=None):
     # type: (float) -> Ip4Info
     """The NIC's address, bringing it up with DHCP if it has none (waits up to ``timeout``)."""
@@ -131,6 +178,8 @@ def ensure_configured(timeout=None):
     if info is not None:
         return info  # reuse whatever the firmware already has (DHCP by the shell, static, PXE)
     timeout = DHCP_TIMEOUT if timeout is None else timeout
+    # Issue 11: with the firmware tick stopped DHCP would spin until the timeout; say why at once.
+    check_timer()
     name = the_nic.name
     config = the_nic.config2()
     if _get_policy(config) == efidefs.Ip4Config2PolicyDhcp:

@@ -3,7 +3,8 @@
 ``find()``/``default_nic()``  the NIC handle that carries both EFI_IP4_CONFIG2_PROTOCOL and the
                               TCP4 service binding (EDK2 installs both on the controller handle,
                               facts 2.4); if there is none the NIC may not be connected yet, so
-                              ConnectController is tried on every SNP handle first.
+                              ``connect_controllers()`` connects every SNP handle first and says
+                              so on the console.
 ``Nic``                       one such handle: ``create_child``/``destroy_child``/``adopt_child``
                               through its service bindings, ``children()`` for leak checks,
                               ``config2()`` and ``interface_info()`` for ipconfig.
@@ -15,6 +16,7 @@ after everything was closed is a leak (it holds a port and an IP child in the fi
 
 import ctypes
 import errno
+import sys
 
 import efi
 
@@ -177,15 +179,37 @@ class Nic(object):
         return ":".join("%02x" % b for b in info.HwAddress.Addr[:size])
 
 
+def connect_controllers():
+    # type: () -> int
+    """ConnectController(h, NULL, NULL, TRUE) on every handle carrying the Simple Network
+    Protocol, saying so on the console; returns how many handles there were.
+
+    facts 2.4 / issue 11: a boot order that does not name the NIC (OVMF with ``bootindex`` on
+    the disk only, many vendor "fast boot" paths) never starts the network drivers: the NIC
+    carries SNP and nothing else -- no TCP4/UDP4 service binding, no IP4 Config2.
+    """
+    snp = _handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)
+    if not snp:
+        return 0
+    sys.stdout.write("bitsnet: the firmware has not started networking on any NIC; connecting %d network"
+                     " controller%s (ConnectController) ... " % (len(snp), "" if len(snp) == 1 else "s"))
+    sys.stdout.flush()
+    bs = _boot_services()
+    statuses = [bs.ConnectController(handle, None, None, True) for handle in snp]
+    found = _nic_handles()
+    if found:
+        sys.stdout.write("ok, %d NIC%s ready\n" % (len(found), "" if len(found) == 1 else "s"))
+    else:
+        sys.stdout.write("failed (%s): still no TCP4 service binding and IP4 Config2\n"
+                         % ", ".join(sorted(set(errors.status_name(s) for s in statuses))))
+    sys.stdout.flush()
+    return len(snp)
+
+
 def find_all():
     """Every NIC that carries IP4 Config2 and the TCP4 service binding, connecting NICs if needed."""
     handles = _nic_handles()
-    if not handles:
-        # facts 2.4: a "fast boot" BDS connects only boot devices, so the NIC may carry only
-        # SNP: connect every SNP controller recursively (that starts MNP, IP4, TCP4...) and look again.
-        bs = _boot_services()
-        for handle in _handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID):
-            bs.ConnectController(handle, None, None, True)
+    if not handles and connect_controllers():
         handles = _nic_handles()
     return [Nic(h) for h in handles]
 
@@ -194,7 +218,9 @@ def find():
     """The first NIC (see ``find_all``); error(ENETDOWN) if the firmware has none."""
     nics = find_all()
     if not nics:
-        raise errors.socket_error(errno.ENETDOWN, "no network interface with IP4 Config2 and TCP4 in this firmware")
+        raise errors.socket_error(errno.ENETDOWN, "no network interface with IP4 Config2 and TCP4 in this firmware"
+                                  " (%d Simple Network handles, connected without result)"
+                                  % len(_handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)))
     return nics[0]
 
 

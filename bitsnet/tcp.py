@@ -420,6 +420,9 @@ class TcpEndpoint(object):
 
     def _abort(self):
         """Close(AbortOnClose=TRUE): RST, state Closed, completes synchronously (facts 3.3)."""
+        if self._proto is None:
+            self._dead = True  # the child is already destroyed
+            return
         if self._close_op is None or self._close_op.done:
             self._close_op = None
             self._post_close(abort=True)
@@ -632,7 +635,8 @@ class TcpEndpoint(object):
             self._close_deadline = events.clock() + CLOSE_TIMEOUT
             _closing.append(self)
             self._update()
-            _reap_one(self)
+            if _reap_one(self) and self in _closing:
+                _closing.remove(self)  # finished at once (e.g. the peer had closed already)
 
     # --- progress, readiness, addresses, options ------------------------------------------
     def progress(self):
@@ -743,6 +747,8 @@ def _poll_any():
             ep.progress()
             return
     events.process()
+    if _closing:
+        reap()  # e.g. only endpoints that are already destroyed are left to drop from the list
 
 
 def close_all(timeout=5.0):
@@ -755,6 +761,8 @@ def close_all(timeout=5.0):
     events.wait_until(lambda: not _closing, events.clock() + timeout, poll=_poll_any)
     aborted = 0
     for ep in list(_closing):
+        if ep._handle is None:
+            continue  # already destroyed: nothing to abort
         ep._abort()
         ep._destroy()
         aborted += 1

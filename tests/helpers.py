@@ -6,6 +6,7 @@
                       (``events.shutdown``) before conftest's ledger check. Parametrize it
                       indirectly with an event mode: ``@pytest.mark.parametrize("net", MODES,
                       indirect=True)``; firmware profiles come from ``PROFILES`` params.
+                      UDP endpoints (``udp.close_all``) and the resolver's state too.
 ``wait(pred, ep)``    events.wait_until with a test deadline, polling through ``ep``.
 ``connect(addr)``     a connected TcpEndpoint (or the raised error).
 ``established_pair()``  (bitsnet endpoint, host socket) connected through a host listener.
@@ -19,7 +20,7 @@ import threading
 
 import pytest
 
-from bitsnet import events, ipconfig, nic, tcp
+from bitsnet import events, ipconfig, nic, tcp, udp
 
 MODES = ["trampoline", "check-event", "efi-hook"]
 PROFILES = [pytest.param("edk2", marks=pytest.mark.machine(firmware="edk2")),
@@ -41,10 +42,20 @@ def net(request, machine):
     yield machine
     ipconfig.DHCP_TIMEOUT = saved
     tcp.close_all(timeout=10.0)
+    udp.close_all()
+    _reset_resolver()
     leftover = events.shutdown()
     nic.reset()
-    assert tcp.live_endpoints() == 0
+    assert tcp.live_endpoints() == 0 and udp.live_endpoints() == 0
     assert leftover == 0, "tokens still outstanding: %r" % leftover
+
+
+def _reset_resolver():
+    try:
+        from bitsnet import dns
+    except ImportError:
+        return
+    dns.reset()
 
 
 def wait(predicate, ep=None, timeout=DEADLINE):

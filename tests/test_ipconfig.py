@@ -94,13 +94,62 @@ def test_interfaces_before_any_address(net):
 
 
 @pytest.mark.machine(nic_connected=False)
-def test_unconnected_nic_is_connected_on_demand(net):
-    # facts 2.4: only SNP is there until ConnectController starts the network drivers.
+def test_unconnected_nic_is_connected_on_demand_and_the_console_says_so(net, capsys):
+    # facts 2.4 / issue 11: only SNP is there until ConnectController starts the network drivers.
     assert not net.drivers
     the_nic = nic.default_nic()
     assert the_nic.handle == net.nic.handle and "tcp4" in net.drivers
     assert the_nic.has_service(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID)
+    assert capsys.readouterr().out == ("bitsnet: the firmware has not started networking on any NIC; connecting"
+                                       " 1 network controller (ConnectController) ... ok, 1 NIC ready\n")
     assert ipconfig.ensure_configured(timeout=5).address == LEASE
+    listener = HostListener()
+    ep = tcp.TcpEndpoint()
+    ep.connect_start(listener.address)
+    conn = listener.accepted()
+    assert wait(lambda: ep.connected, ep)
+    conn.close()
+    listener.close()
+
+
+def test_connected_nic_is_not_connected_again(net, capsys):
+    nic.default_nic()
+    assert capsys.readouterr().out == ""
+
+
+def test_the_firmware_timer_ticks_on_a_normal_machine(net):
+    start = events.clock()
+    assert ipconfig.timer_ticks()
+    assert events.clock() - start < 0.5
+    ipconfig.check_timer()
+
+
+@pytest.mark.machine(timer=False)
+def test_stopped_timer_is_diagnosed_before_dhcp_with_cause_and_remedy(net, capsys):
+    # Issue 11: BITS's SMP start-up stops the LAPIC timer OVMF ticks from; DHCP would spin.
+    start = events.clock()
+    with pytest.raises(errors.error) as caught:
+        ipconfig.ensure_configured(timeout=30)
+    assert events.clock() - start < 3
+    assert caught.value.errno == errno.EIO
+    message = str(caught.value)
+    assert "firmware timer is stopped" in message and "local APIC" in message
+    assert "bitsnet.lapic.restore_timer()" in message
+    assert net.drivers["ip4config2"].dhcp_runs == 0  # DHCP was not even started
+    assert "DHCP" not in capsys.readouterr().out
+    assert net.firmware.ledger()["events"] == 0  # the check's timer event is closed
+
+
+@pytest.mark.machine(timer=False)
+def test_stopped_timer_fails_the_first_socket_use(net):
+    listener = HostListener()
+    ep = tcp.TcpEndpoint()
+    start = events.clock()
+    with pytest.raises(errors.error) as caught:
+        ep.connect_start(listener.address)
+    assert events.clock() - start < 3 and caught.value.errno == errno.EIO
+    ep.close()
+    listener.close()
 
 
 def test_children_are_counted_until_destroyed(net):

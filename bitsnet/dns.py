@@ -1,0 +1,599 @@
+"""Name resolution: IP literals, the hosts table, the firmware's DNS4, or bitsnet's own DNS client.
+
+Contents: ``EAI_*``/``HOST_NOT_FOUND``... and their messages (glibc's, for ``_socket`` to
+re-export) -- ``hosts`` (``HostsTable``; ``HOSTS_FILES`` are read at the first lookup) -- the
+resolver API (``resolve``, ``lookup``, ``reverse``, ``set_servers``, ``servers``, ``reset``) --
+the DNS4 path -- the own client over ``udp.UdpEndpoint`` -- the message codec (``build_query``,
+``parse_response``).
+
+Resolution order for a name (issue 5): an IPv4 literal; the hosts table; the answer cache;
+EFI_DNS4_PROTOCOL when the NIC has its service binding (facts 6.3: most firmware does not);
+otherwise -- or when DNS4 timed out and more servers are known -- our own client. Reverse
+lookups (PTR) never use DNS4: EDK2's IpToHostName is not implemented (facts 6.2 / dns4 model).
+
+DNS servers come from IP4 Config2 (DHCP option 6, or ``bitsnet.configure(dns=...)``), unless
+``set_servers`` overrides them. EDK2's DnsDxe, given no server list, runs its own blocking DHCP
+inside Configure (facts 6.2), so the list is always passed explicitly, as EDK2's HttpDxe does.
+
+The own client: one A (or PTR) query per server in turn, ``ATTEMPTS`` rounds, ``TIMEOUT``
+seconds per try; an answer counts only if it comes from the server's port 53 with our ID and
+our question (RFC 5452); a truncated answer (TC) is rejected -- there is no DNS over TCP here --
+and the next server is tried. CNAME chains are followed within an answer and by re-querying
+the target (at most ``MAX_CNAME_DEPTH``). Positive answers are cached for their smallest TTL.
+
+The parser takes any byte string: every length and pointer is bounds-checked, compression
+pointers must point strictly backwards (no loops), names stay within 255 bytes; anything else
+is ``DnsFormatError``, which the resolver treats as "no answer from this server".
+
+Errors are ``errors.gaierror`` with glibc's EAI_* codes and messages (what CPython raises on
+Linux), and ``errors.herror`` for reverse lookups.
+"""
+
+import collections
+import ctypes
+import os
+import random
+import struct
+
+import efi
+
+from bitsnet import efidefs, errors, events, ipconfig, nic
+
+# --- getaddrinfo error codes: glibc's values (netdb.h), as CPython's socket module has them --------
+EAI_BADFLAGS = -1
+EAI_NONAME = -2
+EAI_AGAIN = -3
+EAI_FAIL = -4
+EAI_NODATA = -5
+EAI_FAMILY = -6
+EAI_SOCKTYPE = -7
+EAI_SERVICE = -8
+EAI_ADDRFAMILY = -9
+EAI_MEMORY = -10
+EAI_SYSTEM = -11
+EAI_OVERFLOW = -12
+
+EAI_MESSAGES = {  # glibc's gai_strerror
+    EAI_BADFLAGS: "Bad value for ai_flags",
+    EAI_NONAME: "Name or service not known",
+    EAI_AGAIN: "Temporary failure in name resolution",
+    EAI_FAIL: "Non-recoverable failure in name resolution",
+    EAI_NODATA: "No address associated with hostname",
+    EAI_FAMILY: "ai_family not supported",
+    EAI_SOCKTYPE: "ai_socktype not supported",
+    EAI_SERVICE: "Servname not supported for ai_socktype",
+    EAI_ADDRFAMILY: "Address family for hostname not supported",
+    EAI_MEMORY: "Memory allocation failure",
+    EAI_SYSTEM: "System error",
+    EAI_OVERFLOW: "Argument buffer overflow",
+}
+
+# h_errno values (netdb.h) and hstrerror's messages, for herror.
+HOST_NOT_FOUND = 1
+TRY_AGAIN = 2
+NO_RECOVERY = 3
+NO_DATA = 4
+H_MESSAGES = {HOST_NOT_FOUND: "Unknown host", TRY_AGAIN: "Host name lookup failure",
+              NO_RECOVERY: "Unknown server error", NO_DATA: "No address associated with name"}
+
+# --- resolver settings ----------------------------------------------------------------------------
+DNS_PORT = 53
+TIMEOUT = 2.0  # seconds per try; EDK2 forces its own RetryInterval to >= 2 s (facts 6.2)
+ATTEMPTS = 2  # rounds over the server list (glibc: "attempts:2")
+MAX_CNAME_DEPTH = 8  # re-queries of a CNAME target
+CACHE_SIZE = 256  # cached answers; the oldest go first
+MAX_CACHE_TTL = 3600  # seconds: a lying TTL must not pin an answer for days
+MAX_NAME = 255  # RFC 1035 2.3.4
+MAX_LABEL = 63
+TYPE_A, TYPE_CNAME, TYPE_PTR = 1, 5, 12
+CLASS_IN = 1
+FLAG_QR, FLAG_TC, FLAG_RD = 0x8000, 0x0200, 0x0100
+RCODE_NOERROR, RCODE_FORMERR, RCODE_SERVFAIL, RCODE_NXDOMAIN = 0, 1, 2, 3
+DNS4_PROTOCOL_UDP = 17
+
+Answer = collections.namedtuple("Answer", "name aliases addresses")
+
+_state = {"servers": None, "use_dns4": True, "hosts_loaded": False}
+_cache = collections.OrderedDict()  # type: collections.OrderedDict   # (name, qtype) -> (expiry, value)
+
+
+def gaierror(code):
+    return errors.gaierror(code, EAI_MESSAGES[code])
+
+
+def herror(code):
+    return errors.herror(code, H_MESSAGES[code])
+
+
+class DnsFormatError(ValueError):
+    """A message that is not a well-formed answer to our question."""
+
+
+def _ipv4_literal(text):
+    """'a.b.c.d' (strictly four decimal parts 0..255) normalised, or None."""
+    parts = str(text).split(".")
+    if len(parts) != 4:
+        return None
+    try:
+        values = [int(p, 10) for p in parts]
+    except ValueError:
+        return None
+    if not all(p.isdigit() for p in parts) or not all(0 <= v <= 255 for v in values):
+        return None
+    return "%d.%d.%d.%d" % tuple(values)
+
+
+# --- the hosts table --------------------------------------------------------------------------------
+class HostsTable(object):
+    """Static names, /etc/hosts style: ``add("10.0.0.5", "labserver", "labserver.example")``,
+    ``load(path)`` for a file of "address name [alias...]" lines ('#' comments)."""
+
+    def __init__(self):
+        self._by_name = {}  # type: dict   # name -> (canonical, aliases, [addresses])
+        self._by_address = {}  # type: dict  # address -> (canonical, aliases)
+        self.clear()
+
+    def clear(self):
+        self._by_name.clear()
+        self._by_address.clear()
+        self.add("127.0.0.1", "localhost")
+
+    def add(self, address, name, *aliases):
+        if _ipv4_literal(address) is None:
+            raise ValueError("not an IPv4 address: %r" % (address,))
+        canonical = name.rstrip(".")
+        for each in (canonical,) + tuple(a.rstrip(".") for a in aliases):
+            entry = self._by_name.setdefault(each.lower(), (canonical, list(aliases), []))
+            if address not in entry[2]:
+                entry[2].append(address)
+        self._by_address.setdefault(address, (canonical, list(aliases)))
+
+    def load(self, path):
+        # type: (str) -> int
+        """Add every entry of a hosts file; returns how many lines were taken."""
+        taken = 0
+        with open(path) as f:
+            for line in f:
+                fields = line.split("#", 1)[0].split()
+                if len(fields) >= 2 and _ipv4_literal(fields[0]) is not None:
+                    self.add(fields[0], fields[1], *fields[2:])
+                    taken += 1
+        return taken
+
+    def lookup(self, name):
+        """Answer for ``name``, or None."""
+        entry = self._by_name.get(name.rstrip(".").lower())
+        return Answer(entry[0], list(entry[1]), list(entry[2])) if entry else None
+
+    def reverse(self, address):
+        """(canonical, aliases) for ``address``, or None."""
+        return self._by_address.get(address)
+
+
+hosts = HostsTable()
+
+# Hosts files read at the first lookup, if present: the BITS tree's place for lab names
+# (GRUB paths; open() in BITS reads through GRUB's file systems).
+HOSTS_FILES = ["/boot/bitsnet/hosts"]
+
+
+def _load_hosts_files():
+    if _state["hosts_loaded"]:
+        return
+    _state["hosts_loaded"] = True
+    for path in HOSTS_FILES:
+        try:
+            if os.path.exists(path):
+                hosts.load(path)
+        except (IOError, OSError, ValueError):
+            pass  # an unreadable hosts file must not break resolution
+
+
+# --- the resolver API -------------------------------------------------------------------------------
+def set_servers(servers, use_dns4=None):
+    """Use ``servers`` (dotted quads) instead of IP4 Config2's list; None goes back to it.
+    ``use_dns4=False`` skips the firmware's DNS4 even where it exists."""
+    _state["servers"] = None if servers is None else [s for s in servers]
+    if use_dns4 is not None:
+        _state["use_dns4"] = bool(use_dns4)
+
+
+def servers():
+    """The DNS servers in use: the override, or what IP4 Config2 has (DHCP brings it up)."""
+    if _state["servers"] is not None:
+        return list(_state["servers"])
+    return list(ipconfig.ensure_configured().dns_servers)
+
+
+def reset():
+    """Forget the cache and the overrides (tests; a new network)."""
+    _cache.clear()
+    _state.update(servers=None, use_dns4=True, hosts_loaded=False)
+
+
+def resolve(name):
+    # type: (str) -> str
+    """The first IPv4 address of ``name`` (gethostbyname); raises gaierror."""
+    return lookup(name).addresses[0]
+
+
+def lookup(name):
+    """Answer(canonical name, aliases, addresses) for ``name`` (gethostbyname_ex)."""
+    literal = _ipv4_literal(name)
+    if literal is not None:
+        return Answer(literal, [], [literal])
+    name = _check_name(name)
+    _load_hosts_files()
+    found = hosts.lookup(name)
+    if found is not None:
+        return found
+    cached = _cached((name.lower(), TYPE_A))
+    if cached is not None:
+        return cached
+    server_list = servers()
+    if not server_list:
+        raise gaierror(EAI_NONAME)
+    rest = server_list
+    if _state["use_dns4"] and _dns4_available():
+        addresses, status = _dns4_lookup(name, server_list)
+        if addresses:
+            return Answer(name, [], addresses)
+        if status == efi.EFI_NOT_FOUND:
+            raise gaierror(EAI_NONAME)  # facts 6.2: NXDOMAIN, or no A record
+        if status == efi.EFI_TIMEOUT:
+            rest = server_list[1:]  # facts 6.2: EDK2 asked only DnsServerList[0]; try the others
+            if not rest:
+                raise gaierror(EAI_AGAIN)
+        # Anything else (DNS4 unusable, EFI_DEVICE_ERROR for SERVFAIL or a reply it could not
+        # parse): our own client tells these cases apart.
+    answer, ttl = _resolve_a(name, rest)
+    _remember((name.lower(), TYPE_A), answer, ttl)
+    return answer
+
+
+def reverse(address):
+    # type: (str) -> tuple
+    """(canonical name, aliases) for an IPv4 address (gethostbyaddr); raises herror."""
+    literal = _ipv4_literal(address)
+    if literal is None:
+        raise herror(HOST_NOT_FOUND)
+    _load_hosts_files()
+    found = hosts.reverse(literal)
+    if found is not None:
+        return found[0], list(found[1])
+    qname = ".".join(reversed(literal.split("."))) + ".in-addr.arpa"
+    cached = _cached((qname, TYPE_PTR))
+    if cached is not None:
+        return cached
+    try:
+        server_list = servers()
+    except errors.error:
+        raise herror(TRY_AGAIN)
+    if not server_list:
+        raise herror(HOST_NOT_FOUND)
+    try:
+        records, ttl = _query_servers(qname, TYPE_PTR, server_list)
+    except errors.gaierror as e:
+        raise herror(HOST_NOT_FOUND if e.args[0] in (EAI_NONAME, EAI_NODATA) else TRY_AGAIN)
+    names = [value for owner, rtype, _, value in records if rtype == TYPE_PTR]
+    if not names:
+        raise herror(HOST_NOT_FOUND)
+    result = (names[0], names[1:])
+    _remember((qname, TYPE_PTR), result, ttl)
+    return result
+
+
+def _check_name(name):
+    if not isinstance(name, str):
+        try:
+            name = name.encode("ascii") if str is bytes else name.decode("ascii")  # unicode (2.7) / bytes (3)
+        except (AttributeError, UnicodeError):
+            raise gaierror(EAI_NONAME)
+    name = name.rstrip(".")
+    if not name or len(name) > 253 or any(not label or len(label) > MAX_LABEL for label in name.split(".")):
+        raise gaierror(EAI_NONAME)
+    try:
+        name.encode("ascii")
+    except UnicodeError:
+        raise gaierror(EAI_NONAME)
+    return name
+
+
+def _cached(key):
+    entry = _cache.get(key)
+    if entry is None:
+        return None
+    if entry[0] <= events.clock():
+        del _cache[key]
+        return None
+    return entry[1]
+
+
+def _remember(key, value, ttl):
+    if ttl <= 0:
+        return
+    _cache.pop(key, None)
+    _cache[key] = (events.clock() + min(ttl, MAX_CACHE_TTL), value)
+    while len(_cache) > CACHE_SIZE:
+        _cache.popitem(last=False)
+
+
+# --- the own client ---------------------------------------------------------------------------------
+def _resolve_a(name, server_list):
+    """(Answer, ttl) following CNAMEs, re-querying a target the answer did not resolve."""
+    aliases = []
+    current = name
+    ttl = MAX_CACHE_TTL
+    for _ in range(MAX_CNAME_DEPTH):
+        records, record_ttl = _query_servers(current, TYPE_A, server_list)
+        ttl = min(ttl, record_ttl)
+        target, addresses = follow_chain(records, current)
+        if target.lower() != current.lower():
+            aliases.append(current)
+        for owner, rtype, _, value in records:
+            if rtype == TYPE_CNAME and owner.lower() != current.lower() and owner not in aliases:
+                aliases.append(owner)
+        if addresses:
+            return Answer(target, [a for a in aliases if a.lower() != target.lower()], addresses), ttl
+        if target.lower() == current.lower():
+            raise gaierror(EAI_NODATA)  # the name exists, without an A record
+        current = target
+    raise gaierror(EAI_FAIL)  # a CNAME chain longer than anyone sane uses
+
+
+def follow_chain(records, name):
+    """(final name, [addresses]) from answer records: CNAMEs from ``name``, then its A records."""
+    current = name.lower()
+    canonical = name
+    for _ in range(len(records) + 1):
+        cname = [value for owner, rtype, _, value in records if rtype == TYPE_CNAME and owner.lower() == current]
+        if not cname:
+            break
+        canonical = cname[0]
+        current = canonical.lower()
+    addresses = [value for owner, rtype, _, value in records if rtype == TYPE_A and owner.lower() == current]
+    return canonical, addresses
+
+
+def _query_servers(qname, qtype, server_list):
+    """([(owner, type, ttl, value)], min ttl) from the first server that answers; raises gaierror."""
+    from bitsnet import udp  # udp imports ipconfig/nic; resolving needs it only here
+    failure = EAI_AGAIN
+    for _ in range(ATTEMPTS):
+        for server in server_list:
+            ident = random.getrandbits(16)
+            query = build_query(ident, qname, qtype)
+            ep = udp.UdpEndpoint()
+            try:
+                packet = _exchange(ep, query, server, ident, qname, qtype)
+            finally:
+                ep.close()
+            if packet is None:
+                continue  # silence, or only garbage: next server
+            rcode, truncated, records = packet
+            if truncated:
+                failure = EAI_FAIL  # no DNS over TCP: a truncated answer is useless
+                continue
+            if rcode == RCODE_NXDOMAIN:
+                raise gaierror(EAI_NONAME)  # authoritative: no other server will know better
+            if rcode != RCODE_NOERROR:
+                failure = EAI_FAIL if rcode == RCODE_FORMERR else EAI_AGAIN
+                continue
+            ttl = min([r[2] for r in records] or [0])
+            return records, ttl
+    raise gaierror(failure)
+
+
+def _exchange(ep, query, server, ident, qname, qtype):
+    """Send ``query`` to ``server``:53 and wait up to TIMEOUT for the matching answer."""
+    try:
+        ep.sendto(query, (server, DNS_PORT))
+    except errors.error:
+        return None
+    deadline = events.clock() + TIMEOUT
+    while events.wait_until(ep.can_recv, deadline, poll=ep.progress):
+        try:
+            got = ep.recvfrom(65535)
+        except errors.error:
+            return None  # e.g. ICMP port unreachable reported on this endpoint
+        if got is None:
+            continue
+        data, source = got
+        if source != (server, DNS_PORT):
+            continue  # RFC 5452: only the server we asked
+        try:
+            return parse_response(data, ident, qname, qtype)
+        except DnsFormatError:
+            continue  # a forged or broken answer: keep waiting for the real one
+    return None
+
+
+# --- the firmware's DNS4 (facts 6) --------------------------------------------------------------
+def _dns4_available():
+    try:
+        return nic.default_nic().has_service(efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID)
+    except errors.error:
+        return False
+
+
+def _dns4_lookup(name, server_list):
+    """([addresses], status) through EFI_DNS4_PROTOCOL.HostNameToIp; status None: DNS4 unusable."""
+    the_nic = nic.default_nic()
+    info = ipconfig.ensure_configured()
+    sb = efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID
+    try:
+        handle = the_nic.create_child(sb)
+    except errors.error:
+        return [], None
+    owner = object()  # the registry owner of this lookup's token
+    try:
+        proto = efidefs.EFI_DNS4_PROTOCOL.from_handle(handle)
+        server_array = (efidefs.EFI_IPv4_ADDRESS * len(server_list))()
+        for i, server in enumerate(server_list):
+            server_array[i] = efidefs.ipv4(server)
+        config = efidefs.EFI_DNS4_CONFIG_DATA()
+        # facts 6.2: with DnsServerListCount 0 EDK2 runs its own blocking DHCP in Configure;
+        # give the list (only [0] is used), and the address explicitly (facts 3.7).
+        config.DnsServerListCount = len(server_list)
+        config.DnsServerList = ctypes.cast(server_array, ctypes.POINTER(efidefs.EFI_IPv4_ADDRESS))
+        config.UseDefaultSetting = False
+        config.EnableDnsCache = True
+        config.Protocol = DNS4_PROTOCOL_UDP
+        config.StationIp = efidefs.ipv4(info.address)
+        config.SubnetMask = efidefs.ipv4(info.netmask)
+        config.LocalPort = 0
+        config.RetryCount = max(0, ATTEMPTS - 1)
+        config.RetryInterval = max(1, int(round(TIMEOUT)))
+        if proto.Configure(ctypes.byref(proto), ctypes.byref(config)) != efi.EFI_SUCCESS:
+            return [], None
+        host_name = (efi.UINT16 * (len(name) + 1))(*([ord(c) for c in name] + [0]))  # CHAR16 (facts 6.2)
+        token = efidefs.EFI_DNS4_COMPLETION_TOKEN()
+        op = events.submit(token, token, lambda op: None, owner, keep=(host_name, server_array))
+        status = proto.HostNameToIp(ctypes.byref(proto), host_name, ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            return [], None
+        # EDK2 retransmits every RetryInterval (>= 2 s) RetryCount times, then EFI_TIMEOUT.
+        limit = max(2, config.RetryInterval) * (config.RetryCount + 1) + 1.0
+        if not events.wait_until(lambda: events.check(op), events.clock() + limit,
+                                 poll=lambda: proto.Poll(ctypes.byref(proto))):
+            proto.Cancel(ctypes.byref(proto), ctypes.byref(token))
+            events.check(op)
+            return [], efi.EFI_TIMEOUT
+        if op.status != efi.EFI_SUCCESS:
+            return [], op.status
+        return _take_h2a(token), efi.EFI_SUCCESS
+    finally:
+        # DestroyChild resets the instance and ends every token (DnsDestroyChild); then the
+        # registry lets go of this lookup's token.
+        the_nic.destroy_child(sb, handle)
+        events.abandon(owner)
+
+
+def _take_h2a(token):
+    """The addresses of a completed HostNameToIp; frees the driver's pool (facts 6.2)."""
+    data = token.RspData.H2AData
+    if not data:
+        return []
+    h2a = data.contents
+    addresses = [efidefs.ipv4_text(h2a.IpList[i]) for i in range(h2a.IpCount)] if h2a.IpList else []
+    bs = events.boot_services()
+    if h2a.IpList:
+        bs.FreePool(ctypes.cast(h2a.IpList, ctypes.c_void_p))
+    bs.FreePool(ctypes.cast(data, ctypes.c_void_p))
+    return addresses
+
+
+# --- the message codec (RFC 1035 section 4) -----------------------------------------------------
+def encode_name(name):
+    # type: (str) -> bytes
+    out = b""
+    for label in name.rstrip(".").split("."):
+        raw = label.encode("ascii")
+        if not raw or len(raw) > MAX_LABEL:
+            raise ValueError("bad label in %r" % name)
+        out += struct.pack("!B", len(raw)) + raw
+    if len(out) + 1 > MAX_NAME:
+        raise ValueError("name too long: %r" % name)
+    return out + b"\x00"
+
+
+def build_query(ident, qname, qtype):
+    # type: (int, str, int) -> bytes
+    """One question, recursion desired."""
+    return struct.pack("!HHHHHH", ident, FLAG_RD, 1, 0, 0, 0) + encode_name(qname) + struct.pack("!HH", qtype,
+                                                                                                 CLASS_IN)
+
+
+def read_name(packet, offset):
+    """(name, offset after it in the original position) with compression (RFC 1035 4.1.4).
+
+    ``packet`` is a bytearray. Pointers must point strictly before the label that holds them,
+    so every jump goes backwards and the walk ends; the name stays within 255 bytes.
+    """
+    labels = []
+    length_total = 0
+    end = None
+    position = offset
+    while True:
+        if position >= len(packet):
+            raise DnsFormatError("name runs past the end")
+        length = packet[position]
+        if length & 0xC0 == 0xC0:
+            if position + 1 >= len(packet):
+                raise DnsFormatError("truncated pointer")
+            target = ((length & 0x3F) << 8) | packet[position + 1]
+            if end is None:
+                end = position + 2
+            if target >= position:
+                raise DnsFormatError("forward or looping compression pointer")
+            position = target
+            continue
+        if length & 0xC0:
+            raise DnsFormatError("reserved label type")
+        if length == 0:
+            if end is None:
+                end = position + 1
+            return ".".join(labels), end
+        if position + 1 + length > len(packet):
+            raise DnsFormatError("label runs past the end")
+        length_total += length + 1
+        if length_total + 1 > MAX_NAME:
+            raise DnsFormatError("name longer than 255 bytes")
+        label = bytes(packet[position + 1:position + 1 + length])
+        labels.append(label if str is bytes else label.decode("latin-1"))  # native str on 2.7 and 3
+        position += 1 + length
+
+
+def parse_response(data, ident, qname, qtype):
+    """(rcode, truncated, [(owner, type, ttl, value)]) of an answer to (ident, qname, qtype).
+
+    Raises DnsFormatError for anything else: not a response, another ID or question, broken
+    lengths or names. A and CNAME/PTR records are decoded; other types are skipped.
+    """
+    packet = bytearray(data)
+    if len(packet) < 12:
+        raise DnsFormatError("shorter than a header")
+    got_id, flags, qdcount, ancount, _nscount, _arcount = struct.unpack("!HHHHHH", bytes(packet[:12]))
+    if got_id != ident:
+        raise DnsFormatError("another ID")
+    if not flags & FLAG_QR or (flags >> 11) & 0xF:
+        raise DnsFormatError("not a standard query response")
+    rcode = flags & 0xF
+    if qdcount != 1:
+        if rcode != RCODE_NOERROR and qdcount == 0:
+            return rcode, bool(flags & FLAG_TC), []  # some servers drop the question on errors
+        raise DnsFormatError("%d questions" % qdcount)
+    name, offset = read_name(packet, 12)
+    if offset + 4 > len(packet):
+        raise DnsFormatError("question runs past the end")
+    got_type, got_class = struct.unpack("!HH", bytes(packet[offset:offset + 4]))
+    offset += 4
+    if name.lower() != qname.rstrip(".").lower() or got_type != qtype or got_class != CLASS_IN:
+        raise DnsFormatError("another question")
+    truncated = bool(flags & FLAG_TC)
+    records = []
+    if truncated:
+        return rcode, True, records  # rejected by the caller; the rest may be cut anywhere
+    for _ in range(ancount):
+        owner, offset = read_name(packet, offset)
+        if offset + 10 > len(packet):
+            raise DnsFormatError("record header runs past the end")
+        rtype, rclass, ttl, rdlength = struct.unpack("!HHLH", bytes(packet[offset:offset + 10]))
+        offset += 10
+        rdata_end = offset + rdlength
+        if rdata_end > len(packet):
+            raise DnsFormatError("record data runs past the end")
+        ttl = ttl if ttl < 0x80000000 else 0  # RFC 2181 8: a TTL with the top bit set means 0
+        if rclass == CLASS_IN:
+            if rtype == TYPE_A:
+                if rdlength != 4:
+                    raise DnsFormatError("A record of %d bytes" % rdlength)
+                records.append((owner, rtype, ttl, "%d.%d.%d.%d" % tuple(packet[offset:offset + 4])))
+            elif rtype in (TYPE_CNAME, TYPE_PTR):
+                target, used = read_name(packet, offset)
+                if used > rdata_end:
+                    raise DnsFormatError("name runs past its record")
+                records.append((owner, rtype, ttl, target))
+        offset = rdata_end
+    return rcode, False, records

@@ -1,0 +1,509 @@
+"""UdpEndpoint: one EFI_UDP4_PROTOCOL child, as non-blocking primitives for the socket layer.
+
+Contents: module constants -- ``UdpEndpoint`` (bind, connect, disconnect, sendto, recvfrom,
+recvfrom_into, progress, readiness predicates, options, close) -- ``reap``, ``close_all``,
+``live_endpoints``.
+
+Like ``tcp.TcpEndpoint``, every method returns at once; a caller that must wait uses
+``events.wait_until(ep.can_recv, deadline, poll=ep.progress)``.
+
+Rule 1 -- Callbacks record, readers decide (STYLE rule 5): a token's ``on_done`` appends the
+Operation to ``_done``; ``_update()`` (run by every public method and predicate) consumes it.
+
+Rule 2 -- One Receive is always outstanding while the child is configured. Each completed
+Receive hands us a driver-owned EFI_UDP4_RECEIVE_DATA: the payload is copied into the Python
+queue and the buffer is given back at once with SignalEvent(RxData->RecycleSignal) (facts 4.2,
+8.1 #13) -- an unrecycled datagram leaks and makes Configure(NULL) ASSERT in EDK2. The Python
+queue is bounded (``RX_MAX_DATAGRAMS`` datagrams, SO_RCVBUF bytes); a datagram that does not fit
+is dropped and counted in ``dropped``, as a kernel drops on a full socket buffer. Datagrams that
+arrive while nobody polls wait in EDK2's per-instance queue, which is bounded in time by
+``ReceiveTimeout`` (``FIRMWARE_HOLD_US``).
+
+Rule 3 -- Transmits are zero-copy (facts 4.2): the bytes, the TRANSMIT_DATA, the session data
+and the token stay in the registry until the token completes; at most ``MAX_TRANSMITS`` are in
+flight (``can_send``).
+
+Differences from CPython on Linux, all forced by EFI_UDP4 (facts 4.2):
+* A zero-length datagram cannot be sent (EDK2 rejects FragmentLength 0): ``sendto(b"")`` raises
+  error(EINVAL) instead of sending an empty datagram.
+* ``connect``/``disconnect`` re-configure the child (Configure(NULL) + Configure): datagrams
+  already queued in the firmware for the old configuration are dropped.
+* A wildcard bind ("" / 0.0.0.0) is configured with the NIC's address, so subnet-directed
+  broadcasts are not received (EDK2 matches those only on a 0.0.0.0 station); datagrams to
+  255.255.255.255 are (AcceptBroadcast). ``local_address`` still shows 0.0.0.0, as Linux does.
+* ICMP errors arrive on the Receive token (status, RxData NULL): on a connected endpoint they
+  become the pending error (ECONNREFUSED for port unreachable), raised once by the next
+  recvfrom/sendto; on an unconnected one they are ignored, as Linux does without IP_RECVERR.
+"""
+
+import ctypes
+import errno
+
+import efi
+
+from bitsnet import efidefs, errors, events, ipconfig, nic
+from bitsnet.buffers import DatagramQueue
+
+UDP4_SB = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
+
+MAX_DATAGRAM = 65507  # 65535 - 20 (IP header) - 8 (UDP header): EDK2's limit (facts 4.2)
+RX_MAX_DATAGRAMS = 256  # Python receive queue bound in datagrams ...
+DEFAULT_RCVBUF = 256 * 1024  # ... and in bytes (SO_RCVBUF), like a Linux default socket buffer
+MAX_TRANSMITS = 8  # Transmit tokens in flight; EDK2 completes them as soon as MNP sent the frame
+FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queued longer than this
+CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
+TIME_TO_LIVE = 64
+OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
+
+_live = set()  # type: set       # endpoints holding a child, not closed by the user
+_closing = []  # type: list      # closed endpoints whose Transmits are still in flight
+_dirty = set()  # type: set      # endpoints with completions not yet consumed
+
+
+def _fail(err, detail):
+    raise errors.socket_error(err, detail)
+
+
+def _ip_int(text):
+    a, b, c, d = [int(x) for x in text.split(".")]
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+class UdpEndpoint(object):
+    """One UDP4 child; see the module docstring for the rules it keeps."""
+
+    def __init__(self):
+        self._nic = None
+        self._handle = None
+        self._proto = None
+        self._info = None  # the Ip4Info the child was configured with
+        self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM}
+        self._configured = False
+        self._local = None  # type: tuple   # (host as bound, port)
+        self._station = None  # the address the child is configured with
+        self._remote = None  # type: tuple   # the connected peer
+        self._done = []  # type: list
+        self._rx = DatagramQueue(RX_MAX_DATAGRAMS, DEFAULT_RCVBUF)
+        self._rx_op = None
+        self._tx_ops = []  # type: list
+        self._error = 0
+        self._user_closed = False
+        self._close_deadline = None
+
+    def __repr__(self):
+        return "<UdpEndpoint local=%r remote=%r queued=%d dropped=%d>" % (
+            self._local, self._remote, len(self._rx), self._rx.dropped)
+
+    # --- firmware plumbing ------------------------------------------------------------------
+    def _call(self, name, *args):
+        proto = self._proto
+        return getattr(proto, name)(ctypes.byref(proto), *args)
+
+    def _ensure_child(self):
+        if self._handle is None:
+            reap()
+            self._nic = nic.default_nic()
+            self._handle = self._nic.create_child(UDP4_SB)
+            self._proto = efidefs.EFI_UDP4_PROTOCOL.from_handle(self._handle)
+            _live.add(self)
+
+    def _configure(self, host, port, remote=None):
+        """Configure(NULL) if configured, then Configure for (host, port) and ``remote``."""
+        self._ensure_child()
+        info = self._info = ipconfig.ensure_configured()
+        if self._configured:
+            self._unconfigure()
+        station = info.address if host in ("", "0.0.0.0", None) else host
+        config = efidefs.EFI_UDP4_CONFIG_DATA()
+        config.AcceptBroadcast = True
+        config.AllowDuplicatePort = bool(self._options["reuseaddr"])  # SO_REUSEADDR (facts 4.2)
+        config.TimeToLive = TIME_TO_LIVE
+        config.ReceiveTimeout = FIRMWARE_HOLD_US
+        # Explicit address, as tcp.py does: UseDefaultAddress may switch the NIC to DHCP (facts 3.7).
+        config.UseDefaultAddress = False
+        config.StationAddress = efidefs.ipv4(station)
+        config.SubnetMask = efidefs.ipv4(info.netmask)
+        config.StationPort = port
+        if remote is not None:
+            config.RemoteAddress = efidefs.ipv4(remote[0])
+            config.RemotePort = remote[1]
+        status = self._call("Configure", ctypes.byref(config))
+        if status == efi.EFI_ACCESS_DENIED:
+            # Udp4Dxe (facts 4.2): a port clash is EFI_ACCESS_DENIED.
+            _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station))
+        errors.raise_for_status(status, "udp-bind")
+        self._configured = True
+        for subnet, mask, gateway in info.routes:
+            # bits-efi-api item 3: old stacks ignored the IP4 routes in children; add them.
+            # Best effort: ACCESS_DENIED (already there) or a refusal leaves the default routes.
+            self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)), ctypes.byref(efidefs.ipv4(mask)),
+                       ctypes.byref(efidefs.ipv4(gateway)))
+        mode = efidefs.EFI_UDP4_CONFIG_DATA()
+        if self._call("GetModeData", ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
+            port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (facts 4.2)
+        self._station = station
+        self._local = ("0.0.0.0" if host in ("", None) else host, port)
+        self._update()
+
+    def _unconfigure(self):
+        """Configure(NULL): every token ends EFI_ABORTED (facts 4.2).
+
+        EDK2 ASSERTs that every delivered datagram was recycled first (facts 4.2), and the
+        outstanding Receive may be completed by MNP's timer at any moment: at TPL_CALLBACK no
+        delivery can happen, so look at the token, recycle, and reset in one go.
+        """
+        bs = events.boot_services()
+        old_tpl = bs.RaiseTPL(efi.TPL_CALLBACK)
+        try:
+            if self._rx_op is not None:
+                events.check(self._rx_op)
+            self._consume()
+            self._call("Configure", None)
+        finally:
+            bs.RestoreTPL(old_tpl)
+        self._configured = False
+        for op in [self._rx_op] + list(self._tx_ops):
+            if op is not None:
+                events.check(op)
+        self._consume()
+
+    def _submit(self, kind, token, keep=()):
+        return events.submit(token, token, lambda op: self._record(kind, op), self, keep)
+
+    def _record(self, kind, op):
+        # on_done: record only (rule 1).
+        self._done.append((kind, op))
+        _dirty.add(self)
+
+    # --- consuming completions (rule 1) ----------------------------------------------------
+    def _update(self):
+        self._consume()
+        while self._configured and self._rx_op is None and not self._user_closed:
+            if not self._post_receive():
+                break
+            self._consume()
+
+    def _consume(self):
+        while self._done:
+            kind, op = self._done.pop(0)
+            if kind == "rx":
+                self._done_rx(op)
+            else:
+                self._done_tx(op)
+        _dirty.discard(self)
+
+    def _done_rx(self, op):
+        if op is self._rx_op:
+            self._rx_op = None
+        status = op.status
+        rx_pointer = op.token.Packet.RxData
+        if status == efi.EFI_SUCCESS and rx_pointer:
+            address = ctypes.cast(rx_pointer, ctypes.c_void_p).value
+            head = efidefs.EFI_UDP4_RECEIVE_DATA.from_address(address)
+            rxdata = efidefs.udp4_receive_data(max(1, head.FragmentCount)).from_address(address)
+            parts = [ctypes.string_at(f.FragmentBuffer, f.FragmentLength)
+                     for f in rxdata.FragmentTable[:head.FragmentCount] if f.FragmentLength]
+            session = rxdata.UdpSession
+            source = (efidefs.ipv4_text(session.SourceAddress), session.SourcePort)
+            data = b"".join(parts)[:rxdata.DataLength]
+            recycle = rxdata.RecycleSignal
+            # facts 4.2 / 8.1 #13: the buffer is the driver's; copy, then give it back at once.
+            events.boot_services().SignalEvent(recycle)
+            if not self._user_closed:
+                self._rx.put(data, source)  # full: dropped and counted (rule 2)
+        elif status == efi.EFI_ABORTED or status == efi.EFI_SUCCESS:
+            pass  # Configure(NULL)/Cancel, or a completion without data
+        elif self._remote is not None:
+            # facts 4.2: an ICMP error completes the Receive with RxData NULL; connected UDP
+            # reports it (port unreachable -> ECONNREFUSED), as Linux does.
+            self._error = errors.errno_for(status, "udp-recv")
+
+    def _done_tx(self, op):
+        if op in self._tx_ops:
+            self._tx_ops.remove(op)
+        if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED) and self._remote is not None:
+            # e.g. EFI_NO_MAPPING: ARP for the next hop failed (facts 4.2)
+            self._error = errno.EHOSTUNREACH if op.status == efi.EFI_NO_MAPPING else errors.errno_for(op.status)
+
+    def _post_receive(self):
+        token = efidefs.EFI_UDP4_COMPLETION_TOKEN()
+        op = self._submit("rx", token)
+        status = self._call("Receive", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._error = self._error or errors.errno_for(status, "udp-recv")
+            return False
+        self._rx_op = op
+        events.check(op)  # facts 4.2: a queued datagram completes it inside Receive()
+        return True
+
+    # --- the API -----------------------------------------------------------------------------
+    def _check_open(self):
+        if self._user_closed:
+            _fail(errno.EBADF, "endpoint is closed")
+
+    def _address(self, address):
+        host, port = address
+        if host in ("", None):
+            host = "0.0.0.0"
+        try:
+            efidefs.ipv4(host)
+        except ValueError:
+            _fail(errno.EINVAL, "not an IPv4 address: %r" % (host,))
+        if not 0 <= int(port) <= 65535:
+            _fail(errno.EINVAL, "port out of range: %r" % (port,))
+        return host, int(port)
+
+    def _is_broadcast(self, host):
+        if host == "255.255.255.255":
+            return True
+        info = self._info or ipconfig.ensure_configured()
+        mask = _ip_int(info.netmask)
+        return mask != 0xFFFFFFFF and _ip_int(host) == (_ip_int(info.address) | (~mask & 0xFFFFFFFF))
+
+    def bind(self, address):
+        """Bind to (host, port); port 0 picks an ephemeral port (see ``local_address``)."""
+        self._check_open()
+        if self._configured:
+            _fail(errno.EINVAL, "already bound")
+        host, port = self._address(address)
+        if host != "0.0.0.0":
+            info = ipconfig.ensure_configured()
+            if host != info.address:
+                _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
+        self._configure(host, port, self._remote)
+
+    def connect(self, address):
+        """Set the default peer: only its datagrams are received; send() goes there."""
+        self._check_open()
+        host, port = self._address(address)
+        if port == 0 or host == "0.0.0.0":
+            _fail(errno.EINVAL, "connect to %s:%d" % (host, port))
+        if host == "255.255.255.255":
+            # facts 4.2: EDK2 rejects a configured RemoteAddress of 255.255.255.255
+            _fail(errno.EINVAL, "EFI_UDP4 cannot connect to the limited broadcast address; use sendto")
+        if self._is_broadcast(host) and not self._options["broadcast"]:
+            _fail(errno.EACCES, "broadcast without SO_BROADCAST")
+        bound = self._local if self._local is not None else ("0.0.0.0", 0)
+        self._remote = (host, port)
+        try:
+            self._configure(bound[0], bound[1], self._remote)
+        except errors.error:
+            self._remote = None
+            raise
+
+    def disconnect(self):
+        """connect(AF_UNSPEC): forget the default peer, keep the local port."""
+        self._check_open()
+        if self._remote is None:
+            return
+        self._remote = None
+        if self._local is not None:
+            self._configure(self._local[0], self._local[1])
+
+    def sendto(self, data, address=None):
+        """Queue one datagram to ``address`` (None: the connected peer). Returns len(data), or
+        None when MAX_TRANSMITS are in flight (would block)."""
+        self._check_open()
+        self._update()
+        if self._error:
+            err, self._error = self._error, 0
+            _fail(err, "sendto")
+        if address is None:
+            if self._remote is None:
+                _fail(errno.EDESTADDRREQ, "send on an unconnected UDP endpoint")
+            host, port = self._remote
+        else:
+            host, port = self._address(address)
+            if port == 0 or host == "0.0.0.0":
+                _fail(errno.EINVAL, "sendto %s:%d" % (host, port))
+        if not isinstance(data, bytes):
+            data = memoryview(data).tobytes()
+        if not data:
+            # EDK2 quirk (Udp4Dxe, facts 4.2): FragmentLength 0 is EFI_INVALID_PARAMETER, so a
+            # zero-length datagram cannot be sent at all; saying so beats pretending.
+            _fail(errno.EINVAL, "EFI_UDP4 cannot send a zero-length datagram")
+        if len(data) > MAX_DATAGRAM:
+            _fail(errno.EMSGSIZE, "%d bytes > %d" % (len(data), MAX_DATAGRAM))
+        if not self._configured:
+            self._configure("0.0.0.0", 0)  # implicit bind to an ephemeral port, as the kernel does
+        if self._is_broadcast(host) and not self._options["broadcast"]:
+            _fail(errno.EACCES, "broadcast to %s without SO_BROADCAST" % host)
+        if len(self._tx_ops) >= MAX_TRANSMITS:
+            return None
+        session = efidefs.EFI_UDP4_SESSION_DATA()
+        session.DestinationAddress = efidefs.ipv4(host)
+        session.DestinationPort = port
+        txdata = efidefs.EFI_UDP4_TRANSMIT_DATA()
+        txdata.UdpSessionData = ctypes.pointer(session)
+        txdata.DataLength = len(data)
+        txdata.FragmentCount = 1
+        txdata.FragmentTable[0].FragmentLength = len(data)
+        # Zero-copy (facts 4.2): the bytes object is the fragment; kept in the registry (rule 3).
+        txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
+        token = efidefs.EFI_UDP4_COMPLETION_TOKEN()
+        token.Packet.TxData = ctypes.pointer(txdata)
+        op = self._submit("tx", token, keep=(txdata, session, data))
+        status = self._call("Transmit", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            if status == efi.EFI_OUT_OF_RESOURCES:
+                return None
+            errors.raise_for_status(status, "sendto")  # NOT_FOUND: no route -> ENETUNREACH
+        self._tx_ops.append(op)
+        events.check(op)
+        self._update()
+        return len(data)
+
+    def send(self, data):
+        return self.sendto(data, None)
+
+    def _take(self, peek):
+        self._check_open()
+        self._update()
+        if self._rx:
+            return self._rx.peek() if peek else self._rx.get()
+        if self._error:
+            err, self._error = self._error, 0
+            _fail(err, "recvfrom")
+        return None
+
+    def recvfrom(self, bufsize, peek=False):
+        """(data[:bufsize], (host, port)) of the next datagram, or None (would block). The rest
+        of a longer datagram is discarded, as CPython does (unless ``peek``)."""
+        got = self._take(peek)
+        if got is None:
+            return None
+        data, source = got
+        return data[:bufsize], source
+
+    def recvfrom_into(self, buffer, nbytes=None, peek=False):
+        """(bytes copied into ``buffer``, (host, port)), or None (would block); truncates."""
+        view = memoryview(buffer)
+        if hasattr(view, "cast") and (view.format != "B" or view.ndim != 1):
+            view = view.cast("B")
+        got = self._take(peek)
+        if got is None:
+            return None
+        data, source = got
+        n = min(len(data), len(view) if nbytes is None or nbytes <= 0 else min(nbytes, len(view)))
+        view[:n] = data[:n]
+        return n, source
+
+    def close(self, abort=False):
+        """Give the child back; in-flight Transmits may finish first (never blocks). ``abort``
+        is accepted for symmetry with TcpEndpoint.close and changes nothing: UDP has no RST."""
+        if self._user_closed:
+            return
+        self._user_closed = True
+        _live.discard(self)
+        if self._handle is None:
+            return
+        self._update()
+        self._rx = DatagramQueue(0)
+        if self._tx_ops:
+            self._close_deadline = events.clock() + CLOSE_TIMEOUT
+            _closing.append(self)
+            return
+        self._destroy()
+
+    def _destroy(self):
+        if self._handle is not None:
+            if self._configured:
+                self._unconfigure()
+            self._nic.destroy_child(UDP4_SB, self._handle)
+            events.abandon(self)
+            self._consume()
+            self._handle = self._proto = None
+        _live.discard(self)
+        _dirty.discard(self)
+
+    # --- progress, readiness, addresses, options ------------------------------------------
+    def progress(self):
+        """Poll the NIC through this child, then consume every completion (facts 3.4, 4.2)."""
+        if self._proto is not None and self._configured:
+            self._call("Poll")
+        events.process()
+        for ep in list(_dirty):
+            ep._update()
+        if _closing:
+            reap()
+
+    def can_recv(self):
+        # a datagram or an error is there: recvfrom will not return None
+        if self._user_closed:
+            return True
+        self._update()
+        return bool(self._rx) or bool(self._error)
+
+    def can_send(self):
+        # sendto will not return None
+        if self._user_closed:
+            return True
+        self._update()
+        return len(self._tx_ops) < MAX_TRANSMITS or bool(self._error)
+
+    closed = property(lambda self: self._user_closed)
+    local_address = property(lambda self: self._local)
+    remote_address = property(lambda self: self._remote)
+    dropped = property(lambda self: self._rx.dropped)
+
+    def pending(self):
+        # type: () -> int
+        """Datagrams queued in Python (FIONREAD-like count of datagrams, not bytes)."""
+        self._update()
+        return len(self._rx)
+
+    def take_error(self):
+        # type: () -> int
+        """SO_ERROR: the pending errno (0 if none), cleared by reading it."""
+        self._update()
+        err, self._error = self._error, 0
+        return err
+
+    def set_option(self, name, value):
+        """"broadcast" (SO_BROADCAST), "reuseaddr" (SO_REUSEADDR: AllowDuplicatePort, applied at
+        the next bind), "rcvbuf" (the Python queue's byte bound), "sndbuf" (recorded)."""
+        if name not in OPTIONS:
+            raise KeyError(name)
+        if name in ("rcvbuf", "sndbuf"):
+            value = max(1, int(value))
+            if name == "rcvbuf":
+                self._rx.max_bytes = value
+        else:
+            value = bool(value)
+        self._options[name] = value
+
+    def get_option(self, name):
+        return self._options[name]
+
+
+def reap():
+    """Destroy closed endpoints whose Transmits have completed (or waited long enough)."""
+    for ep in list(_closing):
+        ep._consume()
+        if not ep._tx_ops or events.clock() >= ep._close_deadline:
+            ep._destroy()
+            _closing.remove(ep)
+
+
+def close_all(timeout=2.0):
+    """Close every endpoint; wait up to ``timeout`` for in-flight Transmits. For tests/exit."""
+    for ep in list(_live):
+        ep.close()
+
+    def poll():
+        for ep in list(_closing):
+            if ep._proto is not None:
+                ep._call("Poll")
+        events.process()
+        reap()
+    events.wait_until(lambda: not _closing, events.clock() + timeout, poll=poll)
+    for ep in list(_closing):
+        ep._destroy()
+    del _closing[:]
+
+
+def live_endpoints():
+    # type: () -> int
+    return len(_live) + len(_closing)
