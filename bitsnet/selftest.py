@@ -150,6 +150,14 @@ def check_nic():
                                            "" if len(interfaces) == 1 else "s")
 
 
+def check_timer():
+    """The firmware timer must tick: MNP's receive polling and DHCP run from timer events."""
+    from bitsnet import ipconfig
+    if not ipconfig.timer_ticks():
+        raise Fail(ipconfig.TIMER_REMEDY)
+    return "a 1 ms timer event fired"
+
+
 def check_address(timeout):
     from bitsnet import ipconfig
     before = ipconfig.current()
@@ -347,6 +355,7 @@ def main(argv=None):
                                                          sys.platform))
     report.check("firmware network protocols", check_protocols)
     report.check("network interface", check_nic)
+    report.check("firmware timer", check_timer)
     address = report.check("IPv4 address", check_address, args.timeout)
     if address is None:
         report.say("without an address nothing else can work")
