@@ -113,6 +113,7 @@ class Firmware(object):
         with self.lock:
             self.tpl = uefi.TPL_APPLICATION
             self.events = {}  # type: dict
+            self._queued = []  # type: list   # events whose notify is queued (EDK2 gEventQueue)
             self.handles = {}  # type: dict   # handle -> {uuid.UUID: interface address}
             self._handle_cells = {}  # type: dict
             self.pool = {}  # type: dict   # address -> ctypes buffer
@@ -194,6 +195,7 @@ class Firmware(object):
             if event.is_notify_signal():
                 if not event.queued:
                     event.queued = True
+                    self._queued.append(event)
                     self._dispatch()
             else:
                 event.signalled = True
@@ -218,11 +220,14 @@ class Firmware(object):
     def _dispatch(self):
         """Run queued notify functions whose TPL is above the current TPL, highest first."""
         while True:
-            ready = [e for e in self.events.values() if e.queued and e.tpl > self.tpl]
+            # Only the queued events are looked at: every EFI call ends in RestoreTPL, and a
+            # scan of all open events made each call O(events) (bitsnet keeps one per socket).
+            ready = [e for e in self._queued if e.tpl > self.tpl]
             if not ready:
                 return
             event = max(ready, key=lambda e: e.tpl)
             event.queued = False
+            self._queued.remove(event)
             saved = self.tpl
             self.tpl = event.tpl
             try:
@@ -422,8 +427,12 @@ class Firmware(object):
     @efiapi()
     def _bs_CloseEvent(self, handle):
         with self.lock:
-            if self.events.pop(handle, None) is None:
+            event = self.events.pop(handle, None)
+            if event is None:
                 return uefi.EFI_INVALID_PARAMETER
+            if event.queued:
+                event.queued = False
+                self._queued.remove(event)  # EDK2 CoreCloseEvent: RemoveEntryList(NotifyLink)
             return uefi.EFI_SUCCESS
 
     @efiapi()
@@ -437,7 +446,9 @@ class Firmware(object):
             return uefi.EFI_INVALID_PARAMETER
         if not event.signalled and event.type & uefi.EVT_NOTIFY_WAIT and event.notify:
             # EDK2 CoreCheckEvent queues the notify; it runs at the event's TPL, not the caller's.
-            event.queued = True
+            if not event.queued:
+                event.queued = True
+                self._queued.append(event)
             self._dispatch()
         if event.signalled:
             event.signalled = False
