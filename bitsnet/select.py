@@ -115,13 +115,28 @@ class _Waiter(object):
         return _events.wait_until(ready, deadline, poll=self.progress)
 
 
+_MAX_SECONDS = 9.2e9  # CPython's _PyTime_t (int64 nanoseconds) limit
+
+
+def _finite(value, scale):
+    """``value`` (a number) as a float, with CPython's NaN and overflow errors."""
+    seconds = float(value)
+    if seconds != seconds:
+        raise ValueError("Invalid value NaN (not a number)")
+    if abs(seconds) / scale > _MAX_SECONDS:
+        raise OverflowError("timeout is too large")
+    return seconds
+
+
 def _timeout_seconds(timeout):
     if timeout is None:
         return None
-    try:
-        seconds = float(timeout)
-    except (TypeError, ValueError):
-        raise TypeError("timeout must be a float or None")
+    if not isinstance(timeout, (int, float)):
+        try:
+            timeout = float(timeout)
+        except (TypeError, ValueError, AttributeError):
+            raise TypeError("timeout must be a float or None")
+    seconds = _finite(timeout, 1.0)
     if seconds < 0:
         if _sys.version_info[0] >= 3:
             raise ValueError("timeout must be non-negative")
@@ -166,6 +181,17 @@ class _Select(object):
 select = _Select()
 
 
+def _event_mask(eventmask):
+    """A poll event mask (C unsigned short), with CPython's errors."""
+    if not isinstance(eventmask, _socket._INT_TYPES):
+        raise TypeError("'%s' object cannot be interpreted as an integer" % type(eventmask).__name__)
+    if eventmask < 0:
+        raise ValueError("value must be positive")
+    if eventmask > 0xffff:
+        raise OverflowError("Python int too large for C unsigned short")
+    return eventmask
+
+
 class poll(object):
     """poll() -> a polling object: register(fd[, eventmask]), modify(fd, eventmask),
     unregister(fd), poll([timeout]) with the timeout in milliseconds."""
@@ -175,14 +201,16 @@ class poll(object):
 
     def register(self, fd, eventmask=POLLIN | POLLPRI | POLLOUT):
         """register(fd[, eventmask]): watch fd (a socket or its fileno()) for eventmask."""
-        self._registered[_fd_of(fd)] = eventmask & 0xffff
+        fd = _fd_of(fd)
+        self._registered[fd] = _event_mask(eventmask)
 
     def modify(self, fd, eventmask):
         """modify(fd, eventmask): change the events watched for a registered fd."""
         fd = _fd_of(fd)
+        eventmask = _event_mask(eventmask)
         if fd not in self._registered:
             raise error(_errno.ENOENT, "No such file or directory")
-        self._registered[fd] = eventmask & 0xffff
+        self._registered[fd] = eventmask
 
     def unregister(self, fd):
         """unregister(fd): stop watching fd."""
@@ -195,10 +223,12 @@ class poll(object):
         """poll([timeout]) -> list of (fd, event) pairs; timeout in milliseconds, None or
         negative waits for ever."""
         if timeout is not None:
-            try:
-                milliseconds = float(timeout)
-            except (TypeError, ValueError):
-                raise TypeError("timeout must be an integer or None")
+            if not isinstance(timeout, (int, float)):
+                try:
+                    timeout = float(timeout)
+                except (TypeError, ValueError, AttributeError):
+                    raise TypeError("timeout must be an integer or None")
+            milliseconds = _finite(timeout, 1000.0)
             timeout = None if milliseconds < 0 else _math.ceil(milliseconds) / 1000.0
         registered = list(self._registered.items())
         waiter = _Waiter(fd for fd, _ in registered)

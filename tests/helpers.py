@@ -20,6 +20,8 @@ import threading
 
 import pytest
 
+import conftest
+
 from bitsnet import events, ipconfig, nic, tcp, udp
 
 MODES = ["trampoline", "check-event", "efi-hook"]
@@ -41,6 +43,7 @@ def net(request, machine):
     saved = ipconfig.DHCP_TIMEOUT
     yield machine
     ipconfig.DHCP_TIMEOUT = saved
+    conftest.settle_closes(tcp, 10.0)  # FINs exchanged; TIME_WAIT is not waited out
     tcp.close_all(timeout=10.0)
     udp.close_all()
     _reset_resolver()

@@ -392,7 +392,8 @@ class Ip4Config2Driver(object):
             if data_type == _INTERFACE_INFO:
                 return self._get_interface_info(size, data or 0)
             if data_type == _POLICY:
-                payload = ctypes.string_at(ctypes.addressof(c_uint32(self.policy)), POLICY_SIZE)
+                policy = c_uint32(self.policy)  # named: a temporary is freed before string_at reads it
+                payload = ctypes.string_at(ctypes.addressof(policy), POLICY_SIZE)
             elif data_type == _MANUAL_ADDRESS:
                 payload = _ipv4_bytes(self.manual_address)
             elif data_type == _GATEWAY:
