@@ -130,6 +130,7 @@ _GAI_MESSAGES = {
     EAI_FAMILY: "ai_family not supported",
     EAI_SOCKTYPE: "ai_socktype not supported",
     EAI_BADFLAGS: "Bad value for ai_flags",
+    EAI_AGAIN: "Temporary failure in name resolution",
 }
 
 # The services table a firmware has no /etc/services for: name -> (port, protocols).
@@ -154,8 +155,74 @@ except NameError:
     _INT_TYPES = (int,)  # type: ignore[assignment]
 
 
+_UNICODE = type(u"")  # str on 3, unicode on 2.7
+
+
 def _error(err, detail=None):
     return _errors.socket_error(err, detail)
+
+
+# --- Argument checks: the exceptions CPython's argument parsing raises (issue 7 item 6) ------
+_C_INT = (-2 ** 31, 2 ** 31 - 1)
+_SSIZE_MAX = 2 ** 63 - 1
+_MAX_TIMEOUT = 9.2e9  # seconds: beyond it CPython's _PyTime_t (int64 ns) overflows
+
+
+def _int(value, who="", bounds=_C_INT):
+    """``value`` as a C int (PyArg "i"): TypeError for non-integers (bool is an int),
+    OverflowError outside ``bounds``."""
+    if not isinstance(value, _INT_TYPES):
+        raise TypeError("'%s' object cannot be interpreted as an integer" % type(value).__name__)
+    if not bounds[0] <= value <= bounds[1]:
+        raise OverflowError("%sPython int too large to convert to C int" % (who and who + ": "))
+    return int(value)
+
+
+def _size_arg(value):
+    """A buffer size (PyArg "n", Py_ssize_t)."""
+    return _int(value, "", (-_SSIZE_MAX - 1, _SSIZE_MAX))
+
+
+def _seconds(value):
+    """A timeout in seconds as CPython converts it: TypeError, ValueError for NaN,
+    OverflowError when it does not fit; None stays None."""
+    if value is None:
+        return None
+    if not isinstance(value, _INT_TYPES + (float,)):
+        try:
+            value = float(value)  # objects with __float__ (Decimal, numpy)
+        except (TypeError, ValueError, AttributeError):
+            raise TypeError("Timeout value must be int, float or None")
+    if value != value:
+        raise ValueError("Invalid value NaN (not a number)")
+    if abs(value) > _MAX_TIMEOUT:
+        raise OverflowError("timestamp too large to convert to C _PyTime_t")
+    return float(value)
+
+
+def _str_arg(value, who):
+    """A text argument (PyArg "s"): str only (2.7: str or ASCII unicode), no NUL."""
+    if _sys.version_info[0] < 3 and isinstance(value, unicode):  # noqa: F821
+        value = value.encode("ascii")
+    if not isinstance(value, str):
+        raise TypeError("%s must be str, not %s" % (who, type(value).__name__))
+    if "\0" in value:
+        raise ValueError("embedded null character")
+    return value
+
+
+def _bytes_arg(value):
+    """A bytes-like argument (PyArg "y*"): TypeError for str (3.x), ints and the like."""
+    if isinstance(value, _INT_TYPES) or (_sys.version_info[0] >= 3 and isinstance(value, str)):
+        raise TypeError("a bytes-like object is required, not '%s'" % type(value).__name__)
+    return memoryview(value).tobytes()
+
+
+def _bytes_view(value):
+    """Data to send (PyArg "y*"): the object itself if it is bytes-like, else TypeError."""
+    if isinstance(value, _INT_TYPES) or value is None or (_sys.version_info[0] >= 3 and isinstance(value, str)):
+        raise TypeError("a bytes-like object is required, not '%s'" % type(value).__name__)
+    return value
 
 
 def _efi_guarded(method):
@@ -218,6 +285,9 @@ def lookup(fd):
 
 def _new_endpoint(family, type, proto):
     """The endpoint class for (family, type), imported on first use (no firmware at import)."""
+    family, type, proto = _int(family), _int(type), _int(proto)
+    if not 0 <= proto <= 255 or type not in (SOCK_STREAM, SOCK_DGRAM) and family == AF_INET:
+        raise _error(_errno.EINVAL)  # Linux: an unknown type or an impossible protocol number
     if family != AF_INET:
         raise _error(_errno.EAFNOSUPPORT)
     if type == SOCK_STREAM:
@@ -239,13 +309,8 @@ def _new_endpoint(family, type, proto):
 
 def _check_timeout(value):
     """settimeout()/setdefaulttimeout() argument -> None or a float >= 0."""
-    if value is None:
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError("Timeout value must be int, float or None")
-    if value < 0.0 or value != value:
+    value = _seconds(value)
+    if value is not None and value < 0.0:
         raise ValueError("Timeout value out of range")
     return value
 
@@ -268,10 +333,7 @@ def setdefaulttimeout(timeout):
 
 # --- Addresses ---------------------------------------------------------------------------------
 def _port_number(port, who):
-    try:
-        port = int(port)
-    except (TypeError, ValueError):
-        raise TypeError("an integer is required (got type %s)" % type(port).__name__)
+    port = _int(port)
     if not 0 <= port <= 0xffff:
         raise OverflowError("%s: port must be 0-65535." % who)
     return port
@@ -280,10 +342,14 @@ def _port_number(port, who):
 def _inet_address(address, who):
     """An AF_INET socket address tuple -> ("a.b.c.d", port), resolving the host as CPython does
     (``""`` is INADDR_ANY, ``"<broadcast>"`` INADDR_BROADCAST, names through gethostbyname)."""
-    if not isinstance(address, tuple) or len(address) != 2:
+    if not isinstance(address, tuple):
         raise TypeError("%s(): AF_INET address must be tuple, not %s" % (who, type(address).__name__))
+    if len(address) != 2:
+        raise TypeError("AF_INET address must be a pair (host, port)")
     host, port = address
-    return _host_address(_text(host), passive=True), _port_number(port, who)
+    host = _text(host)
+    port = _port_number(port, who + "()")
+    return _host_address(host, passive=True), port
 
 
 def _text(host):
@@ -320,7 +386,13 @@ def _resolve_name(name):
         resolve = dns.resolve
     except (ImportError, AttributeError):
         raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    return resolve(name)
+    try:
+        return resolve(name)
+    except (gaierror, herror):
+        raise
+    except error as exc:
+        # No NIC, no address, DHCP silent: CPython's resolver says EAI_AGAIN, never a bare OSError.
+        raise gaierror(EAI_AGAIN, "%s (%s)" % (_GAI_MESSAGES[EAI_AGAIN], exc))
 
 
 # --- The socket type ---------------------------------------------------------------------------
@@ -340,6 +412,8 @@ class socket(object):
         if fileno is not None:
             if not isinstance(fileno, _INT_TYPES) or isinstance(fileno, bool):
                 raise TypeError("fileno must be an integer, not %s" % fileno.__class__.__name__)
+            if fileno < 0:
+                raise ValueError("negative file descriptor")
             descriptor = _fds.get(fileno)
             if descriptor is None:
                 raise _error(_errno.EBADF)
@@ -428,7 +502,9 @@ class socket(object):
         Set a timeout on socket operations. 'timeout' can be a float, giving in seconds, or
         None. Setting a timeout of None disables the timeout feature and is equivalent to
         setblocking(1). Setting a timeout of zero is the same as setblocking(0)."""
-        self._timeout = _check_timeout(timeout)
+        timeout = _check_timeout(timeout)
+        self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
+        self._timeout = timeout
 
     def gettimeout(self):
         """gettimeout() -> timeout
@@ -441,6 +517,8 @@ class socket(object):
         """setblocking(flag)
 
         Set the socket to blocking (flag is true) or non-blocking (false)."""
+        flag = _int(flag)
+        self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
         self._timeout = None if flag else 0.0
 
     def getblocking(self):
@@ -468,7 +546,8 @@ class socket(object):
         """listen([backlog])
 
         Accept connections; at most ``backlog`` wait to be accepted (EDK2 caps it at 10)."""
-        self._endpoint().listen(max(0, int(backlog)))
+        backlog = _int(backlog)
+        self._endpoint().listen(max(0, backlog))
 
     @_efi_guarded
     def connect(self, address):
@@ -484,6 +563,8 @@ class socket(object):
         """connect_ex(address) -> errno
 
         This is like connect(address), but returns an error code instead of raising."""
+        if self._descriptor is None:
+            return _errno.EBADF
         try:
             return self._connect(address)
         except timeout:
@@ -492,6 +573,12 @@ class socket(object):
     def _connect(self, address):
         endpoint = self._endpoint()
         remote = _inet_address(address, "connect")
+        if self._type == SOCK_DGRAM:  # only the default peer: nothing goes on the wire
+            try:
+                endpoint.connect(remote)
+            except error as exc:
+                return exc.errno or _errno.EIO
+            return 0
         if endpoint.connected or endpoint.listening:
             return _errno.EISCONN
         if endpoint.connecting:
@@ -557,9 +644,9 @@ class socket(object):
     _OPTIONS = {
         (SOL_SOCKET, SO_REUSEADDR): "reuseaddr", (SOL_SOCKET, SO_KEEPALIVE): "keepalive",
         (SOL_SOCKET, SO_RCVBUF): "rcvbuf", (SOL_SOCKET, SO_SNDBUF): "sndbuf",
-        (IPPROTO_TCP, TCP_NODELAY): "nodelay",
+        (IPPROTO_TCP, TCP_NODELAY): "nodelay", (SOL_SOCKET, SO_BROADCAST): "broadcast",
     }
-    _BOOLEAN_OPTIONS = ("reuseaddr", "keepalive", "nodelay")
+    _BOOLEAN_OPTIONS = ("reuseaddr", "keepalive", "nodelay", "broadcast")
 
     @_efi_guarded
     def setsockopt(self, level, optname, value, optlen=None):
@@ -567,11 +654,18 @@ class socket(object):
 
         Set a socket option: SO_REUSEADDR, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, SO_LINGER
         (struct "ii"; 0 seconds makes close() reset) and TCP_NODELAY."""
+        level, optname = _int(level), _int(optname)
+        if isinstance(value, _INT_TYPES):
+            value = _int(value) if -2 ** 31 <= value < 2 ** 31 else _bytes_arg(value)  # TypeError, as CPython
+        elif value is None and optlen is None:
+            raise TypeError("setsockopt() takes exactly 4 arguments (3 given)")
+        else:
+            value = _bytes_arg(value)
         endpoint = self._endpoint()
         if (level, optname) == (SOL_SOCKET, SO_LINGER):
-            if isinstance(value, _INT_TYPES):
+            if isinstance(value, _INT_TYPES) or len(value) < 8:
                 raise _error(_errno.EINVAL)
-            onoff, seconds = _struct.unpack("ii", bytes(value)[:8])
+            onoff, seconds = _struct.unpack("ii", value[:8])
             self._descriptor.linger = (int(onoff != 0), seconds)
             endpoint.set_option("linger", self._descriptor.linger)
             return
@@ -579,22 +673,25 @@ class socket(object):
         if name is None:
             raise _error(_errno.ENOPROTOOPT)
         if not isinstance(value, _INT_TYPES):
-            data = bytes(value)
-            if len(data) < 4:
+            if len(value) < 4:
                 raise _error(_errno.EINVAL)
-            value = _struct.unpack("i", data[:4])[0]
+            value = _struct.unpack("i", value[:4])[0]
         if name in self._BOOLEAN_OPTIONS:
             value = int(value != 0)
-        endpoint.set_option(name, value)
+        try:
+            endpoint.set_option(name, value)
+        except KeyError:  # an option of the other protocol (TCP_NODELAY on UDP...)
+            raise _error(_errno.ENOPROTOOPT)
 
     @_efi_guarded
     def getsockopt(self, level, optname, buflen=0):
         """getsockopt(level, option[, buffersize]) -> value
 
         SO_ERROR is the pending errno (and clears it), as on any OS."""
+        level, optname, buflen = _int(level), _int(optname), _int(buflen)
         endpoint = self._endpoint()
         if not 0 <= buflen <= 1024:
-            raise _error(_errno.EINVAL, "getsockopt buflen out of range")
+            raise error("getsockopt buflen out of range")
         if (level, optname) == (SOL_SOCKET, SO_LINGER):
             packed = _struct.pack("ii", *self._descriptor.linger)
             return packed[:buflen] if buflen else self._descriptor.linger[0]
@@ -606,7 +703,10 @@ class socket(object):
             name = self._OPTIONS.get((level, optname))
             if name is None:
                 raise _error(_errno.ENOPROTOOPT)
-            value = int(endpoint.get_option(name))
+            try:
+                value = int(endpoint.get_option(name))
+            except KeyError:  # an option of the other protocol
+                raise _error(_errno.ENOPROTOOPT)
         return _struct.pack("i", value)[:buflen] if buflen else value
 
     # -- data
@@ -615,8 +715,10 @@ class socket(object):
         """recv(buffersize[, flags]) -> data
 
         Receive up to buffersize bytes; b'' means the peer closed (or SHUT_RD was done)."""
+        bufsize, flags = _size_arg(bufsize), _int(flags)
         if bufsize < 0:
             raise ValueError("negative buffersize in recv")
+        self._endpoint()
         buffer = bytearray(bufsize)
         n = self._recv_into(buffer, bufsize, flags)
         return bytes(buffer) if n == bufsize else memoryview(buffer)[:n].tobytes()
@@ -626,23 +728,41 @@ class socket(object):
         """recv_into(buffer, [nbytes[, flags]]) -> nbytes_read
 
         Receive up to nbytes bytes into the writable buffer (all of it if nbytes is 0)."""
-        return self._recv_into(buffer, self._size(buffer, nbytes, "recv_into"), flags)
+        return self._recv_into(buffer, self._size(buffer, nbytes, "recv_into"), _int(flags))
 
     @_efi_guarded
     def recvfrom(self, bufsize, flags=0):
         """recvfrom(buffersize[, flags]) -> (data, address info); None for a TCP socket."""
-        return self.recv(bufsize, flags), None
+        if self._type != SOCK_DGRAM:
+            return self.recv(bufsize, flags), None
+        bufsize, flags = _size_arg(bufsize), _int(flags)
+        if bufsize < 0:
+            raise ValueError("negative buffersize in recvfrom")
+        buffer = bytearray(bufsize)
+        n, source = self._recvfrom_into(buffer, bufsize, flags)
+        return bytes(buffer[:n]), source
 
     @_efi_guarded
     def recvfrom_into(self, buffer, nbytes=0, flags=0):
         """recvfrom_into(buffer[, nbytes[, flags]]) -> (nbytes, address info)"""
-        return self._recv_into(buffer, self._size(buffer, nbytes, "recvfrom_into"), flags), None
+        nbytes = self._size(buffer, nbytes, "recvfrom_into")
+        if self._type == SOCK_DGRAM:
+            return self._recvfrom_into(buffer, nbytes, _int(flags))
+        return self._recv_into(buffer, nbytes, _int(flags)), None
 
     @staticmethod
     def _size(buffer, nbytes, who):
+        if isinstance(buffer, _INT_TYPES) or buffer is None or \
+                (_sys.version_info[0] >= 3 and isinstance(buffer, str)):
+            raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
+                            % (who, type(buffer).__name__))
+        view = memoryview(buffer)
+        if view.readonly:
+            raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
+                            % (who, type(buffer).__name__))
+        nbytes = _size_arg(nbytes)
         if nbytes < 0:
             raise ValueError("negative buffersize in %s" % who)
-        view = memoryview(buffer)
         available = len(view) * view.itemsize
         if nbytes == 0:
             return available
@@ -651,6 +771,8 @@ class socket(object):
         return nbytes
 
     def _recv_into(self, buffer, nbytes, flags):
+        if self._type == SOCK_DGRAM:
+            return self._recvfrom_into(buffer, nbytes, flags)[0]
         endpoint = self._endpoint()
         if flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL):
             raise _error(_errno.EOPNOTSUPP)
@@ -665,6 +787,22 @@ class socket(object):
             n = endpoint.recv_into(buffer, nbytes, peek)
             if n is not None:
                 return n
+            if nonblocking:
+                raise _error(_errno.EAGAIN)
+            self._wait(endpoint, endpoint.can_recv, deadline)
+
+    def _recvfrom_into(self, buffer, nbytes, flags):
+        """One datagram into ``buffer``: (bytes copied, source). The rest of a longer datagram
+        is dropped, as on any OS (MSG_PEEK leaves it queued)."""
+        endpoint = self._endpoint()
+        if flags & ~(MSG_PEEK | MSG_DONTWAIT):
+            raise _error(_errno.EOPNOTSUPP)
+        nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
+        deadline = self._deadline()
+        while True:
+            got = endpoint.recvfrom_into(buffer, nbytes, bool(flags & MSG_PEEK))
+            if got is not None:
+                return got
             if nonblocking:
                 raise _error(_errno.EAGAIN)
             self._wait(endpoint, endpoint.can_recv, deadline)
@@ -687,16 +825,28 @@ class socket(object):
         """send(data[, flags]) -> count
 
         Send data; return how many bytes were taken (the send buffer is bounded)."""
-        return self._send(memoryview(data), flags, self._deadline())
+        return self._send(memoryview(_bytes_view(data)), _int(flags), self._deadline())
 
-    def _send(self, view, flags, deadline):
+    def _send(self, view, flags, deadline, address=None):
         endpoint = self._endpoint()
         if flags & ~MSG_DONTWAIT:
             raise _error(_errno.EOPNOTSUPP)
+        if self._type == SOCK_DGRAM:
+            return self._send_datagram(endpoint, view.tobytes(), address, flags, deadline)
         if not len(view):
             return 0
         while True:
             n = endpoint.send(view)
+            if n is not None:
+                return n
+            if self._timeout == 0.0 or flags & MSG_DONTWAIT:
+                raise _error(_errno.EAGAIN)
+            self._wait(endpoint, endpoint.can_send, deadline)
+
+    def _send_datagram(self, endpoint, data, address, flags, deadline):
+        """One datagram to ``address`` (None: the connected peer); all of it or an error."""
+        while True:
+            n = endpoint.sendto(data, address)
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
@@ -708,7 +858,8 @@ class socket(object):
         """sendall(data[, flags])
 
         Send all of data; the timeout, if any, applies to the whole call (as in 3.5+)."""
-        view = memoryview(data)
+        view = memoryview(_bytes_view(data))
+        flags = _int(flags)
         if view.ndim != 1 or view.itemsize != 1:
             view = memoryview(view.tobytes())
         deadline = self._deadline()
@@ -721,9 +872,10 @@ class socket(object):
         """sendto(data[, flags], address) -> count
 
         For a connected TCP socket the address is checked and otherwise ignored."""
-        flags = 0 if address is None else flags_or_address
-        _inet_address(flags_or_address if address is None else address, "sendto")
-        return self._send(memoryview(data), flags, self._deadline())
+        flags = 0 if address is None else _int(flags_or_address)
+        view = memoryview(_bytes_view(data))
+        remote = _inet_address(flags_or_address if address is None else address, "sendto")
+        return self._send(view, flags, self._deadline(), remote)
 
     @_efi_guarded
     def shutdown(self, how):
@@ -732,9 +884,15 @@ class socket(object):
         SHUT_RD: later recv returns b''. SHUT_WR or SHUT_RDWR: send our FIN; EFI TCP4 only has
         a full close, so whatever the peer sends after that is not delivered (see the module
         docstring)."""
+        how = _int(how)
         endpoint = self._endpoint()
         if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
             raise _error(_errno.EINVAL)
+        if self._type == SOCK_DGRAM:
+            if endpoint.remote_address is None:
+                raise _error(_errno.ENOTCONN)
+            self._descriptor.read_shut = self._descriptor.read_shut or how in (SHUT_RD, SHUT_RDWR)
+            return
         if not endpoint.connected:
             raise _error(_errno.ENOTCONN)
         if how in (SHUT_RD, SHUT_RDWR):
@@ -749,7 +907,7 @@ def dup(fd):  # type: (int) -> int
     """dup(integer) -> integer
 
     Another fd for the same socket; the connection closes when every fd is closed."""
-    descriptor = _fds.get(fd)
+    descriptor = _fds.get(_int(fd))
     if descriptor is None:
         raise _error(_errno.EBADF)
     descriptor.refs += 1
@@ -760,7 +918,7 @@ def close(fd):
     """close(integer) -> None
 
     Close an integer socket file descriptor (as os.close() would on a real OS)."""
-    if fd not in _fds:
+    if _int(fd) not in _fds:
         raise _error(_errno.EBADF)
     _release(fd)
 
@@ -875,12 +1033,17 @@ def gethostname():
 
 def gethostbyname(hostname):
     """gethostbyname(host) -> address: IP literals, "localhost", "" (0.0.0.0)."""
-    return _host_address(hostname, passive=True)
+    return _host_address(_text(hostname), passive=True)
 
 
 def gethostbyname_ex(hostname):
     """gethostbyname_ex(host) -> (name, aliaslist, addresslist)"""
-    return hostname, [], [gethostbyname(hostname)]
+    name = _text(hostname)
+    if _parse_ipv4(name, strict=False) is not None or name.lower().rstrip(".") in _HOSTS or not name:
+        return name, [], [gethostbyname(name)]
+    from bitsnet import dns
+    answer = dns.lookup(name)
+    return answer.name, list(answer.aliases), list(answer.addresses)
 
 
 def gethostbyaddr(ip_address):
@@ -888,19 +1051,26 @@ def gethostbyaddr(ip_address):
     address = gethostbyname(ip_address)
     if address == _LOCALHOST:
         return "localhost", [], [address]
-    raise herror(1, "Unknown host")
+    from bitsnet import dns
+    name, aliases = dns.reverse(address)
+    return name, list(aliases), [address]
 
 
 def _service_port(port, socktype, flags):
     if port is None:
         return 0
     if isinstance(port, _INT_TYPES):
-        return int(port)
+        port = str(_int(port, "", (-2 ** 63, 2 ** 63 - 1)))  # PyLong_AsLong, then passed on as text
     if isinstance(port, bytes) and not isinstance(port, str):
         port = port.decode("ascii")
-    port = str(port)
-    if port.isdigit():
-        return int(port)
+    elif not isinstance(port, str):
+        port = port.encode("ascii")  # 2.7 unicode
+    port = str(port).split("\0")[0]  # CPython hands getaddrinfo(3) a C string: it ends at a NUL
+    number = _strtoul_port(port)
+    if number is not None:
+        if number < 0:
+            raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
+        return number
     if flags & AI_NUMERICSERV:
         raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
     proto = "udp" if socktype == SOCK_DGRAM else "tcp"
@@ -910,15 +1080,46 @@ def _service_port(port, socktype, flags):
     return entry[0]
 
 
+def _strtoul_port(text):
+    """glibc's numeric service: strtoul(text, 10) with nothing after it, stored in an int
+    (negative: refused) and used as a 16-bit port. None if ``text`` is not numeric."""
+    if text == "":
+        return 0  # strtoul stops at once, and the end of the string is "nothing after it"
+    body = text.lstrip(" \t\n\v\f\r")
+    sign = body[:1] if body[:1] in ("+", "-") else ""
+    digits = body[len(sign):]
+    if not digits or any(c not in "0123456789" for c in digits):
+        return None
+    value = min(int(digits), 2 ** 64 - 1)
+    if sign == "-" and value != 2 ** 64 - 1:
+        value = -value % 2 ** 64
+    value &= 0xffffffff
+    if value >= 2 ** 31:
+        return -1
+    return value & 0xffff
+
+
 def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (object, object, int, int, int, int) -> list
     """getaddrinfo(host, port [, family, type, proto, flags]) -> list of (family, type, proto,
     canonname, sockaddr)
 
     IPv4 only: IP literals, "localhost", and None or "" (0.0.0.0 with AI_PASSIVE, otherwise
     127.0.0.1); ports as numbers, numeric strings or service names (a built-in table)."""
+    if host is not None and not isinstance(host, (str, bytes, bytearray)) and \
+            not (_sys.version_info[0] < 3 and isinstance(host, unicode)):  # type: ignore[name-defined]  # noqa: F821
+        raise TypeError("getaddrinfo() argument 1 must be string or None")
+    if port is not None and not isinstance(port, _INT_TYPES + (str, bytes, _UNICODE)):
+        raise error("Int or String expected")
+    family, type, proto, flags = _int(family), _int(type), _int(proto), _int(flags)
     if family not in (AF_UNSPEC, AF_INET):
         raise gaierror(EAI_FAMILY, _GAI_MESSAGES[EAI_FAMILY])
     if type not in (0, SOCK_STREAM, SOCK_DGRAM):
+        raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
+    if host is None and port is None:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    if proto not in (0, IPPROTO_TCP, IPPROTO_UDP) and type == 0:
+        raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
+    if proto and type and (type, proto) not in ((SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)):
         raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
     port = _service_port(port, type, flags)
     if host is None or host == "" or host == b"":
@@ -940,7 +1141,17 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
 
 def getnameinfo(sockaddr, flags):
     """getnameinfo(sockaddr, flags) -> (host, port): numeric host; service name if known."""
-    host, port = sockaddr[0], _port_number(sockaddr[1], "getnameinfo")
+    if not isinstance(sockaddr, tuple):
+        raise TypeError("getnameinfo() argument 1 must be a tuple")
+    if not 2 <= len(sockaddr) <= 4:
+        raise TypeError("getnameinfo(): illegal sockaddr argument")
+    host, port = _str_arg(sockaddr[0], "getnameinfo() argument 1"), _int(sockaddr[1])
+    flags = _int(flags)
+    if len(sockaddr) != 2:
+        raise error("IPv4 sockaddr must be 2 tuple")
+    port = _strtoul_port(str(port))  # CPython resolves (host, "%d" % port) first
+    if port < 0:
+        raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
     host = gethostbyname(host)
     if flags & NI_NAMEREQD and host != _LOCALHOST:
         raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
@@ -958,6 +1169,9 @@ def getnameinfo(sockaddr, flags):
 
 def getservbyname(servicename, protocolname=None):
     """getservbyname(servicename[, protocolname]) -> integer (from a built-in table)."""
+    servicename = _str_arg(servicename, "getservbyname() argument 1")
+    if protocolname is not None:
+        protocolname = _str_arg(protocolname, "getservbyname() argument 2")
     entry = _SERVICES.get(servicename)
     if entry is None or (protocolname and protocolname not in entry[1]):
         raise error("service/proto not found")
@@ -966,7 +1180,11 @@ def getservbyname(servicename, protocolname=None):
 
 def getservbyport(port, protocolname=None):
     """getservbyport(port[, protocolname]) -> string (from a built-in table)."""
-    port = _port_number(port, "getservbyport")
+    port = _int(port)
+    if not 0 <= port <= 0xffff:
+        raise OverflowError("getservbyport: port must be 0-65535.")
+    if protocolname is not None:
+        protocolname = _str_arg(protocolname, "getservbyport() argument 2")
     for name, (number, protos) in sorted(_SERVICES.items()):
         if number == port and (not protocolname or protocolname in protos):
             return name
@@ -975,6 +1193,7 @@ def getservbyport(port, protocolname=None):
 
 def getprotobyname(name):
     """getprotobyname(name) -> integer"""
+    name = _str_arg(name, "getprotobyname() argument")
     try:
         return _PROTOCOLS[name]
     except KeyError:
@@ -1015,9 +1234,50 @@ def _parse_ipv4(text, strict):
     return _struct.pack("!I", value)
 
 
+def _parse_aton(text):
+    """glibc's inet_aton: 1-4 parts, each strtoul base 0 (0x hex, 0 octal), the last filling
+    the remaining bytes; anything after ASCII whitespace is ignored. 4 bytes or None."""
+    parts = []
+    i, n = 0, len(text)
+    while True:
+        if i >= n or not "0" <= text[i] <= "9":
+            return None
+        start = i
+        if text[i] == "0" and i + 1 < n and text[i + 1] in "xX" and i + 2 < n and \
+                text[i + 2] in "0123456789abcdefABCDEF":
+            i += 2
+            digits, base = "0123456789abcdefABCDEF", 16
+        elif text[i] == "0":
+            digits, base = "01234567", 8
+        else:
+            digits, base = "0123456789", 10
+        begin = i
+        while i < n and text[i] in digits:
+            i += 1
+        value = int(text[begin:i], base) if i > begin else 0
+        if value > 0xffffffff or i == start:
+            return None
+        parts.append(value)
+        if i < n and text[i] == ".":
+            if len(parts) > 3 or value > 0xff:
+                return None
+            i += 1
+            continue
+        break
+    if i < n and text[i] not in " \t\n\v\f\r":
+        return None
+    last_bits = 8 * (5 - len(parts))
+    if parts[-1] >= 1 << last_bits:
+        return None
+    value = parts[-1]
+    for k, part in enumerate(parts[:-1]):
+        value |= part << (24 - 8 * k)
+    return _struct.pack("!I", value)
+
+
 def inet_aton(string):
     """inet_aton(string) -> bytes giving packed 32-bit IP representation"""
-    packed = _parse_ipv4(string, strict=False) if isinstance(string, str) else None
+    packed = _parse_aton(_str_arg(string, "inet_aton() argument 1"))
     if packed is None:
         raise error("illegal IP address string passed to inet_aton")
     return packed
@@ -1025,7 +1285,7 @@ def inet_aton(string):
 
 def inet_ntoa(packed_ip):
     """inet_ntoa(packed_ip) -> ip_address_string"""
-    packed = bytearray(packed_ip)
+    packed = bytearray(_bytes_arg(packed_ip))
     if len(packed) != 4:
         raise error("packed IP wrong length for inet_ntoa")
     return "%d.%d.%d.%d" % tuple(packed)
@@ -1056,6 +1316,8 @@ def _parse_ipv6(text):
 
 def inet_pton(address_family, ip_string):
     """inet_pton(af, ip) -> packed IP address string (AF_INET or AF_INET6)"""
+    address_family = _int(address_family)
+    ip_string = _str_arg(ip_string, "inet_pton() argument 2")
     if address_family == AF_INET:
         packed = _parse_ipv4(ip_string, strict=True)
     elif address_family == AF_INET6:
@@ -1069,7 +1331,8 @@ def inet_pton(address_family, ip_string):
 
 def inet_ntop(address_family, packed_ip):
     """inet_ntop(af, packed_ip) -> string formatted IP address (glibc's formatting)"""
-    packed = bytes(bytearray(packed_ip))
+    address_family = _int(address_family)
+    packed = _bytes_arg(packed_ip)
     if address_family == AF_INET:
         if len(packed) != 4:
             raise ValueError("invalid length of packed IP address string")

@@ -89,7 +89,7 @@ class Report(object):
         result, detail, value = "PASS", "", None
         try:
             value = function(*args)
-            detail = value if isinstance(value, str) else ""
+            detail = value if isinstance(value, (str, type(u""))) else ""  # 2.7: json gives unicode
         except Skip as exc:
             result, detail = "SKIP", _explain(exc)
         except KeyboardInterrupt:
@@ -318,14 +318,15 @@ def check_listen(socket, peer, address, timeout):
 
 def check_invariants():
     """Everything closed above must be released: no EFI child, token or event left behind."""
-    from bitsnet import events, nic, tcp
+    from bitsnet import events, nic, tcp, udp
     deadline = _clock() + LINGER_LIMIT
-    while tcp.live_endpoints() and _clock() < deadline:
+    while (tcp.live_endpoints() or udp.live_endpoints()) and _clock() < deadline:
         tcp.reap()
+        udp.reap()
         events.wait_until(lambda: False, _clock() + 0.05)
     problems = []
-    if tcp.live_endpoints():
-        problems.append("%d sockets still closing" % tcp.live_endpoints())
+    if tcp.live_endpoints() or udp.live_endpoints():
+        problems.append("%d sockets still closing" % (tcp.live_endpoints() + udp.live_endpoints()))
     children = nic.default_nic().children()
     if children:
         problems.append("%d EFI children not destroyed" % children)
@@ -368,6 +369,8 @@ def main(argv=None):
         peer = _split_peer(args.peer)
         lab = report.check("TCP connect to lab %s:%d" % peer, check_lab, socket, peer, args.timeout)
         if lab is not None:
+            if lab.get("names"):
+                report.check("DNS name resolution", check_resolution, socket, sorted(lab["names"])[:1])
             report.check("TCP echo", check_tcp_echo, socket, peer[0], lab["tcp_echo"], args.timeout)
             report.check("UDP echo", check_udp_echo, socket, peer[0], lab["udp_echo"], args.timeout)
             report.check("HTTP download", check_download, socket, peer, DOWNLOAD_BYTES, args.timeout)

@@ -67,7 +67,8 @@ NO_MAPPING_WAIT = 5.0  # facts 3.7/8.1 #8: retry Configure this long while the a
 TIME_TO_LIVE = 64
 
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
-OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger")
+OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
+           "broadcast")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
 
 _live = set()  # type: set       # endpoints holding a child, not closed by the user
 _closing = []  # type: list      # endpoints the reaper still finishes (rule 4)
@@ -90,7 +91,7 @@ class TcpEndpoint(object):
         self._handle = None  # the child handle, created lazily at bind/connect/listen
         self._proto = None
         self._state = "fresh"  # fresh bound connecting connected listening failed closed
-        self._options = {"nodelay": False, "keepalive": False, "rcvbuf": DEFAULT_RCVBUF,
+        self._options = {"nodelay": False, "keepalive": False, "broadcast": False, "rcvbuf": DEFAULT_RCVBUF,
                          "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None}
         self._configured = None  # the (active, station, port, backlog, options) last configured
         self._local = None  # type: tuple

@@ -72,6 +72,11 @@ def _ip_int(text):
 class UdpEndpoint(object):
     """One UDP4 child; see the module docstring for the rules it keeps."""
 
+    # The readiness vocabulary select.py shares with TcpEndpoint: a datagram socket never
+    # listens or connects in the TCP sense, and is "connected" (may send) until closed.
+    listening = False
+    connecting = False
+
     def __init__(self):
         self._nic = None
         self._handle = None
@@ -444,6 +449,7 @@ class UdpEndpoint(object):
         return len(self._tx_ops) < MAX_TRANSMITS or bool(self._error)
 
     closed = property(lambda self: self._user_closed)
+    connected = property(lambda self: not self._user_closed)
     local_address = property(lambda self: self._local)
     remote_address = property(lambda self: self._remote)
     dropped = property(lambda self: self._rx.dropped)

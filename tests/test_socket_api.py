@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+import conftest
 import peers
 from bitsnet import _socket as bs
 from bitsnet import events
@@ -37,12 +38,13 @@ def net(machine):
     nic.reset()
     yield machine
     gc.collect()
+    lost = conftest.lost_completions(events)  # before any close could finish them by Status
+    assert not lost, "completions written by the firmware but never processed: %r" % (lost,)
     leftover = sorted(bs._fds)
     for fd in leftover:
         bs.close(fd)
-    from bitsnet import tcp
-    tcp.close_all(5.0)
-    events.shutdown()
+    # conftest's `machine` teardown then closes what is left (without waiting out TIME_WAIT)
+    # and checks every invariant.
     assert not leftover, "sockets left open: %r" % leftover
 
 
@@ -158,7 +160,7 @@ def test_getaddrinfo_literals_localhost_wildcards_and_services():
     assert bs.getaddrinfo("", None, 0, bs.SOCK_STREAM, 0, bs.AI_PASSIVE)[0][4] == ("0.0.0.0", 0)
     assert sorted(r[1] for r in bs.getaddrinfo("1.2.3.4", 53)) == [bs.SOCK_STREAM, bs.SOCK_DGRAM]
     with pytest.raises(bs.gaierror) as info:
-        bs.getaddrinfo("www.example.com", 80)
+        bs.getaddrinfo("www.example.com", 80, 0, 0, 0, bs.AI_NUMERICHOST)  # a name: no DNS asked
     assert info.value.args[0] == bs.EAI_NONAME == host.EAI_NONAME
     with pytest.raises(bs.gaierror) as info:
         bs.getaddrinfo("1.2.3.4", "no-such-service", 0, bs.SOCK_STREAM)
@@ -174,8 +176,6 @@ def test_host_name_functions():
     assert bs.gethostbyaddr("127.0.0.1")[0] == "localhost"
     with pytest.raises(bs.herror):
         bs.gethostbyaddr("10.9.9.9")
-    with pytest.raises(bs.gaierror):
-        bs.gethostbyname("nowhere.invalid")
     assert bs.getservbyname("http", "tcp") == 80 and bs.getservbyport(443) == "https"
     assert bs.getnameinfo(("127.0.0.1", 80), bs.NI_NUMERICHOST) == ("127.0.0.1", "http")
 

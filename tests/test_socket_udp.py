@@ -1,0 +1,91 @@
+"""SOCK_DGRAM through bitsnet._socket against a real host UDP peer on loopback: sendto/recvfrom,
+connect/send/recv, truncation, MSG_PEEK, timeouts, SO_BROADCAST, errors CPython would give."""
+
+from __future__ import print_function
+
+import errno
+import socket as host
+
+import pytest
+
+from bitsnet import _socket as bs
+from test_socket_api import net  # noqa: F401  (the fixture)
+
+STATION = "127.0.0.2"
+
+
+@pytest.fixture
+def peer():
+    sock = host.socket(host.AF_INET, host.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(5)
+    yield sock
+    sock.close()
+
+
+def test_sendto_and_recvfrom_keep_datagram_boundaries(net, peer):  # noqa: F811
+    s = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    s.settimeout(5)
+    try:
+        s.sendto(b"first", peer.getsockname())
+        s.sendto(b"second", peer.getsockname())
+        got = [peer.recvfrom(100), peer.recvfrom(100)]
+        assert [data for data, _ in got] == [b"first", b"second"]
+        source = got[0][1]
+        assert source == (STATION, s.getsockname()[1])
+        peer.sendto(b"reply one", source)
+        peer.sendto(b"reply two", source)
+        assert s.recvfrom(100) == (b"reply one", peer.getsockname())
+        assert s.recvfrom(100) == (b"reply two", peer.getsockname())
+    finally:
+        s.close()
+
+
+def test_connected_send_recv_truncation_and_peek(net, peer):  # noqa: F811
+    s = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    s.settimeout(5)
+    try:
+        s.connect(peer.getsockname())
+        assert s.getpeername() == peer.getsockname()
+        assert s.send(b"ping") == 4
+        data, source = peer.recvfrom(100)
+        assert data == b"ping"
+        peer.sendto(b"0123456789", source)
+        assert s.recv(4, bs.MSG_PEEK) == b"0123"  # peek leaves the datagram queued
+        assert s.recv(4) == b"0123"  # the rest of the datagram is dropped, as on any OS
+        peer.sendto(b"next", source)
+        buf = bytearray(10)
+        assert s.recv_into(buf) == 4 and bytes(buf[:4]) == b"next"
+    finally:
+        s.close()
+
+
+def test_recv_timeout_and_nonblocking(net, peer):  # noqa: F811
+    s = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    try:
+        s.bind(("", 0))
+        s.settimeout(0.2)
+        with pytest.raises(bs.timeout):
+            s.recvfrom(100)
+        s.setblocking(False)
+        with pytest.raises(bs.error) as info:
+            s.recvfrom(100)
+        assert info.value.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
+    finally:
+        s.close()
+
+
+def test_broadcast_needs_so_broadcast_and_send_needs_a_peer(net):  # noqa: F811
+    s = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    try:
+        with pytest.raises(bs.error) as info:
+            s.sendto(b"x", ("255.255.255.255", 9))
+        assert info.value.errno == errno.EACCES
+        s.setsockopt(bs.SOL_SOCKET, bs.SO_BROADCAST, 1)
+        assert s.getsockopt(bs.SOL_SOCKET, bs.SO_BROADCAST) == 1
+        assert s.sendto(b"x", ("255.255.255.255", 9)) == 1
+        with pytest.raises(bs.error) as info:
+            s.send(b"no peer")
+        assert info.value.errno == errno.EDESTADDRREQ
+    finally:
+        s.close()
