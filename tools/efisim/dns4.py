@@ -40,6 +40,7 @@ from ctypes import POINTER, c_void_p
 from bitsnet import efidefs
 from efisim import uefi
 from efisim.firmware import FIRMWARE, _now, efiapi
+from efisim.service_binding import ServiceBinding
 
 S = uefi
 
@@ -167,9 +168,7 @@ class Dns4Child(object):
     def __init__(self, driver):
         self.driver = driver
         self.handle = FIRMWARE.new_handle()
-        self.interface = efidefs.EFI_DNS4_PROTOCOL()
-        for name, _ in efidefs.EFI_DNS4_PROTOCOL._fields_:
-            setattr(self.interface, name, driver.functions[name])
+        self.interface = driver.new_interface()
         self.address = ctypes.addressof(self.interface)
         self.configured = False
         self.config = efidefs.EFI_DNS4_CONFIG_DATA()  # DnsServerList pointer not kept
@@ -207,7 +206,7 @@ class Dns4Child(object):
             self._fd = None
 
 
-class Dns4Driver(object):
+class Dns4Driver(ServiceBinding):
     """DnsDxe (IPv4 half) on one NIC: the service binding, children, the global cache."""
 
     def __init__(self, machine):
@@ -219,15 +218,7 @@ class Dns4Driver(object):
         self.cache = []  # type: list   # mDriverData->Dns4CacheList: [host name, ip, expiry, buffers]
         self.server_list = []  # type: list   # mDriverData->Dns4ServerList (every server configured)
         self.random = random.Random(machine.config.seed + 53)
-        self.functions = {}  # type: dict
-        for name, ftype in efidefs.EFI_DNS4_PROTOCOL._fields_:
-            self.functions[name] = ftype(getattr(self, "_" + name))
-        self.service = efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL()
-        fields = dict(efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL._fields_)
-        self.service.CreateChild = fields["CreateChild"](self._CreateChild)
-        self.service.DestroyChild = fields["DestroyChild"](self._DestroyChild)
-        FIRMWARE.install_protocol(self.nic.handle, efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID,
-                                  ctypes.addressof(self.service))
+        self.install_service_binding(efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL, efidefs.EFI_DNS4_PROTOCOL)
         FIRMWARE.add_periodic(DNS_TIMER_PERIOD, uefi.TPL_CALLBACK, self.on_timer, "DnsOnTimer")
 
     # ------------------------------------------------------------------ bookkeeping
@@ -241,7 +232,7 @@ class Dns4Driver(object):
             FIRMWARE.remove_periodic(self.on_timer)
             for child in self.children.values():
                 child.close_socket()
-        FIRMWARE.uninstall_protocol(self.nic.handle, efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID)
+        self.uninstall_service_binding()
 
     def server_endpoint(self, server):
         """Where (server, 53) really listens: MachineConfig(dns_servers=["host:port"])."""
@@ -265,32 +256,19 @@ class Dns4Driver(object):
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
                 return body(child, *args)
 
-    @efiapi()
-    def _CreateChild(self, this, handle_pointer):
-        if not handle_pointer:
-            return S.EFI_INVALID_PARAMETER
-        with FIRMWARE.lock:
-            child = Dns4Child(self)
-            self.children[child.handle] = child
-            self._by_interface[child.address] = child
-            FIRMWARE.install_protocol(child.handle, efidefs.EFI_DNS4_PROTOCOL_GUID, child.address)
-            handle_pointer[0] = child.handle
-        return S.EFI_SUCCESS
+    def new_child(self):
+        child = Dns4Child(self)
+        self.children[child.handle] = child
+        self._by_interface[child.address] = child
+        FIRMWARE.install_protocol(child.handle, efidefs.EFI_DNS4_PROTOCOL_GUID, child.address)
+        return child
 
-    @efiapi()
-    def _DestroyChild(self, this, handle):
-        if not handle:
-            return S.EFI_INVALID_PARAMETER
-        with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
-            child = self.children.get(handle)
-            if child is None:
-                return S.EFI_UNSUPPORTED
-            self.reset(child)
-            self.children.pop(handle, None)
-            self._by_interface.pop(child.address, None)
-            self._retired.append(child.interface)
-            FIRMWARE.uninstall_protocol(handle, efidefs.EFI_DNS4_PROTOCOL_GUID)
-        return S.EFI_SUCCESS
+    def destroy(self, child):
+        self.reset(child)
+        self.children.pop(child.handle, None)
+        self._by_interface.pop(child.address, None)
+        self._retired.append(child.interface)
+        FIRMWARE.uninstall_protocol(child.handle, efidefs.EFI_DNS4_PROTOCOL_GUID)
 
     @efiapi()
     def _GetModeData(self, this, mode):

@@ -21,6 +21,7 @@ from bitsnet import efidefs
 from efisim import uefi
 from efisim.firmware import FIRMWARE, TICK, efiapi
 from efisim.nic import int_to_ip, ip_to_int
+from efisim.service_binding import ServiceBinding
 from efisim.tcp4_tcb import (CONNECTED, CONNECTING, DEFAULT_OPTIONS, OPTION_RANGES, TCP_PORT_KNOWN, TCP_TICK,
                              _ZERO_ACCEPTED, Closed, Listen, Tcp4Child, Tcp4Stack, _address,
                              _close_host, _loopback)
@@ -58,22 +59,14 @@ def _same_subnet(a, b, mask):
 
 
 
-class Tcp4Driver(Tcp4Stack):
+class Tcp4Driver(Tcp4Stack, ServiceBinding):
     """TcpDxe on one NIC: the service binding, its children's protocol interfaces, the TCP timers."""
 
     def __init__(self, machine):
         Tcp4Stack.__init__(self, machine)
         self._by_interface = {}  # type: dict   # EFI_TCP4_PROTOCOL address -> child
         self._retired = []  # type: list   # interfaces of destroyed children stay mapped
-        self.functions = {}  # type: dict
-        for name, ftype in efidefs.EFI_TCP4_PROTOCOL._fields_:
-            self.functions[name] = ftype(getattr(self, "_" + name))
-        self.service = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL()
-        fields = dict(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL._fields_)
-        self.service.CreateChild = fields["CreateChild"](self._CreateChild)
-        self.service.DestroyChild = fields["DestroyChild"](self._DestroyChild)
-        FIRMWARE.install_protocol(self.nic.handle, efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID,
-                                  ctypes.addressof(self.service))
+        self.install_service_binding(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL, efidefs.EFI_TCP4_PROTOCOL)
         # One bound method each, kept, so that remove_periodic (an identity test) finds them.
         self._periodic = [(TCP_TICK, uefi.TPL_NOTIFY, self.tcp_tick, "TcpTicking"),
                           (TICK, uefi.TPL_CALLBACK, self.deliver_delayed, "TcpDelayedCompletions")]
@@ -186,28 +179,9 @@ class Tcp4Driver(Tcp4Stack):
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
                 return body(child, *args)
 
-    @efiapi()
-    def _CreateChild(self, this, handle_pointer):
-        if not handle_pointer:
-            return S.EFI_INVALID_PARAMETER
-        with FIRMWARE.lock:
-            faults = self.faults
-            if faults is not None and faults.take_create_fail():
-                return S.EFI_OUT_OF_RESOURCES  # fault: TcpCreateSocket's allocation failed
-            # EDK2 (facts 2.4): always a fresh handle; *ChildHandle is overwritten.
-            handle_pointer[0] = self.new_child().handle
-        return S.EFI_SUCCESS
-
-    @efiapi()
-    def _DestroyChild(self, this, handle):
-        if not handle:
-            return S.EFI_INVALID_PARAMETER
-        with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
-            child = self.children.get(handle)
-            if child is None:
-                return S.EFI_UNSUPPORTED
-            self.destroy(child)
-        return S.EFI_SUCCESS
+    def refuse_create(self):
+        faults = self.faults
+        return faults is not None and faults.take_create_fail()  # fault: TcpCreateSocket's allocation failed
 
     @efiapi()
     def _GetModeData(self, this, state, config, ip4, mnp, snp):

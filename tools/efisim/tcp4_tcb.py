@@ -182,9 +182,7 @@ class Tcp4Child(object):
         self.parent = parent  # the listener an accepted child was cloned from
         self.app_owned = parent is None  # the application must DestroyChild it
         self.handle = FIRMWARE.new_handle()
-        self.interface = efidefs.EFI_TCP4_PROTOCOL()
-        for name, _ in efidefs.EFI_TCP4_PROTOCOL._fields_:
-            setattr(self.interface, name, driver.functions[name])
+        self.interface = driver.new_interface()
         self.address = ctypes.addressof(self.interface)
         self.state = Closed
         self.configured = False

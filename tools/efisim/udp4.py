@@ -56,6 +56,7 @@ from bitsnet import efidefs
 from efisim import uefi
 from efisim.firmware import FIRMWARE, _now, efiapi
 from efisim.nic import ip_to_int
+from efisim.service_binding import ServiceBinding
 
 S = uefi  # status codes
 
@@ -259,9 +260,7 @@ class Udp4Child(object):
     def __init__(self, driver):
         self.driver = driver
         self.handle = FIRMWARE.new_handle()
-        self.interface = efidefs.EFI_UDP4_PROTOCOL()
-        for name, _ in efidefs.EFI_UDP4_PROTOCOL._fields_:
-            setattr(self.interface, name, driver.functions[name])
+        self.interface = driver.new_interface()
         self.address = ctypes.addressof(self.interface)
         self.configured = False
         self.no_mapping = False
@@ -300,7 +299,7 @@ class Udp4Child(object):
         return datagram.destination in self.groups
 
 
-class Udp4Driver(object):
+class Udp4Driver(ServiceBinding):
     """Udp4Dxe on one NIC: the service binding, its children, their host sockets."""
 
     def __init__(self, machine):
@@ -316,16 +315,8 @@ class Udp4Driver(object):
         # Udp4DriverEntryPoint: mUdp4RandomPort = NET_RANDOM (seed) % UDP4_PORT_KNOWN + UDP4_PORT_KNOWN
         self.next_port = UDP4_PORT_KNOWN + random.Random(machine.config.seed + 17).randrange(1 << 16) \
             % UDP4_PORT_KNOWN
-        self.functions = {}  # type: dict
-        for name, ftype in efidefs.EFI_UDP4_PROTOCOL._fields_:
-            self.functions[name] = ftype(getattr(self, "_" + name))
         self._recycle_notify = uefi.EFI_EVENT_NOTIFY(self._on_recycle)
-        self.service = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL()
-        fields = dict(efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL._fields_)
-        self.service.CreateChild = fields["CreateChild"](self._CreateChild)
-        self.service.DestroyChild = fields["DestroyChild"](self._DestroyChild)
-        FIRMWARE.install_protocol(self.nic.handle, efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID,
-                                  ctypes.addressof(self.service))
+        self.install_service_binding(efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL, efidefs.EFI_UDP4_PROTOCOL)
         FIRMWARE.add_periodic(UDP4_TIMEOUT_INTERVAL, uefi.TPL_CALLBACK, self.check_timeout, "Udp4CheckTimeout")
 
     @property
@@ -348,7 +339,7 @@ class Udp4Driver(object):
                 port.close()
             self.host_ports.clear()
             self._delayed = []
-        FIRMWARE.uninstall_protocol(self.nic.handle, efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID)
+        self.uninstall_service_binding()
 
     # ------------------------------------------------------------------ token completion
     def complete(self, child, token, status):
@@ -643,25 +634,6 @@ class Udp4Driver(object):
                 FIRMWARE.record_crash("UDP4 %s called at TPL %d > TPL_CALLBACK" % (body.__name__, FIRMWARE.tpl))
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
                 return body(child, *args)
-
-    @efiapi()
-    def _CreateChild(self, this, handle_pointer):
-        if not handle_pointer:
-            return S.EFI_INVALID_PARAMETER
-        with FIRMWARE.lock:
-            handle_pointer[0] = self.new_child().handle
-        return S.EFI_SUCCESS
-
-    @efiapi()
-    def _DestroyChild(self, this, handle):
-        if not handle:
-            return S.EFI_INVALID_PARAMETER
-        with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
-            child = self.children.get(handle)
-            if child is None:
-                return S.EFI_UNSUPPORTED
-            self.destroy(child)
-        return S.EFI_SUCCESS
 
     @efiapi()
     def _GetModeData(self, this, config, ip4, mnp, snp):
