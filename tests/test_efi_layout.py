@@ -155,3 +155,92 @@ def test_udp4_fragment_variants_use_udp_fragments():
     variant = d.udp4_receive_data(4)
     assert variant.FragmentTable.offset == 48 and ctypes.sizeof(variant) == 48 + 16 * 4
     assert d.udp4_transmit_data(2).FragmentTable.offset == 24
+
+
+IPV6_LAYOUT = [
+    # facts 3.1: no UseDefaultAddress/SubnetMask in the TCP6 access point
+    (d.EFI_TCP6_ACCESS_POINT, 38, {"StationAddress": 0, "StationPort": 16, "RemoteAddress": 18, "RemotePort": 34,
+                                   "ActiveFlag": 36}),
+    (d.EFI_TCP6_OPTION, 48, {"ReceiveBufferSize": 0, "KeepAliveInterval": 36, "EnableNagle": 40,
+                             "EnablePathMtuDiscovery": 44}),
+    (d.EFI_TCP6_CONFIG_DATA, 48, {"TrafficClass": 0, "HopLimit": 1, "AccessPoint": 2, "ControlOption": 40}),
+    (d.EFI_TCP6_COMPLETION_TOKEN, 16, {"Event": 0, "Status": 8}),
+    (d.EFI_TCP6_CONNECTION_TOKEN, 16, {"CompletionToken": 0}),
+    (d.EFI_TCP6_LISTEN_TOKEN, 24, {"CompletionToken": 0, "NewChildHandle": 16}),
+    (d.EFI_TCP6_FRAGMENT_DATA, 16, {"FragmentLength": 0, "FragmentBuffer": 8}),
+    (d.EFI_TCP6_RECEIVE_DATA, 32, {"UrgentFlag": 0, "DataLength": 4, "FragmentCount": 8, "FragmentTable": 16}),
+    (d.EFI_TCP6_TRANSMIT_DATA, 32, {"Push": 0, "Urgent": 1, "DataLength": 4, "FragmentCount": 8,
+                                    "FragmentTable": 16}),
+    (d.EFI_TCP6_IO_TOKEN, 24, {"CompletionToken": 0, "Packet": 16}),
+    (d.EFI_TCP6_CLOSE_TOKEN, 24, {"CompletionToken": 0, "AbortOnClose": 16}),
+    # facts 3.2: no Routes slot, so Connect..Poll sit one slot earlier than in TCP4
+    (d.EFI_TCP6_PROTOCOL, 72, {"GetModeData": 0, "Configure": 8, "Connect": 16, "Accept": 24, "Transmit": 32,
+                               "Receive": 40, "Close": 48, "Cancel": 56, "Poll": 64}),
+    (d.EFI_UDP6_CONFIG_DATA, 52, {"AcceptPromiscuous": 0, "AcceptAnyPort": 1, "AllowDuplicatePort": 2,
+                                  "TrafficClass": 3, "HopLimit": 4, "ReceiveTimeout": 8, "TransmitTimeout": 12,
+                                  "StationAddress": 16, "StationPort": 32, "RemoteAddress": 34, "RemotePort": 50}),
+    (d.EFI_UDP6_SESSION_DATA, 36, {"SourceAddress": 0, "SourcePort": 16, "DestinationAddress": 18,
+                                   "DestinationPort": 34}),
+    (d.EFI_UDP6_FRAGMENT_DATA, 16, {"FragmentLength": 0, "FragmentBuffer": 8}),
+    (d.EFI_UDP6_TRANSMIT_DATA, 32, {"UdpSessionData": 0, "DataLength": 8, "FragmentCount": 12,
+                                    "FragmentTable": 16}),
+    (d.EFI_UDP6_RECEIVE_DATA, 88, {"TimeStamp": 0, "RecycleSignal": 16, "UdpSession": 24, "DataLength": 60,
+                                   "FragmentCount": 64, "FragmentTable": 72}),
+    (d.EFI_UDP6_COMPLETION_TOKEN, 24, {"Event": 0, "Status": 8, "Packet": 16}),
+    # facts 4.1: GetModeData, Configure, Groups, Transmit, Receive, Cancel, Poll (no Routes)
+    (d.EFI_UDP6_PROTOCOL, 56, {"GetModeData": 0, "Configure": 8, "Groups": 16, "Transmit": 24, "Receive": 32,
+                               "Cancel": 40, "Poll": 48}),
+    # facts 5.3
+    (d.EFI_IP6_CONFIG_INTERFACE_INFO, 136, {"Name": 0, "IfType": 64, "HwAddressSize": 68, "HwAddress": 72,
+                                            "AddressInfoCount": 104, "AddressInfo": 112, "RouteCount": 120,
+                                            "RouteTable": 128}),
+    (d.EFI_IP6_ADDRESS_INFO, 17, {"Address": 0, "PrefixLength": 16}),
+    (d.EFI_IP6_CONFIG_MANUAL_ADDRESS, 18, {"Address": 0, "IsAnycast": 16, "PrefixLength": 17}),
+    (d.EFI_IP6_CONFIG_INTERFACE_ID, 8, {"Id": 0}),
+    (d.EFI_IP6_CONFIG_DUP_ADDR_DETECT_TRANSMITS, 4, {"DupAddrDetectTransmits": 0}),
+    (d.EFI_IP6_CONFIG_PROTOCOL, 32, {"SetData": 0, "GetData": 8, "RegisterDataNotify": 16,
+                                     "UnregisterDataNotify": 24}),
+    # facts 6.1: DNS6 counts servers in a UINT32 after the station address
+    (d.EFI_DNS6_CONFIG_DATA, 40, {"EnableDnsCache": 0, "Protocol": 1, "StationIp": 2, "LocalPort": 18,
+                                  "DnsServerCount": 20, "DnsServerList": 24, "RetryCount": 32, "RetryInterval": 36}),
+    (d.DNS6_HOST_TO_ADDR_DATA, 16, {"IpCount": 0, "IpList": 8}),
+    (d.EFI_DNS6_COMPLETION_TOKEN, 32, {"Event": 0, "Status": 8, "RetryCount": 16, "RetryInterval": 20,
+                                       "RspData": 24}),
+    (d.EFI_DNS6_PROTOCOL, 64, {"GetModeData": 0, "Configure": 8, "HostNameToIp": 16, "IpToHostName": 24,
+                               "GeneralLookUp": 32, "UpdateDnsCache": 40, "Poll": 48, "Cancel": 56}),
+]
+
+
+@pytest.mark.parametrize("cls,size,offsets", IPV6_LAYOUT, ids=[row[0].__name__ for row in IPV6_LAYOUT])
+def test_ipv6_structures_match_edk2_x64(cls, size, offsets):
+    assert ctypes.sizeof(cls) == size
+    for field, offset in offsets.items():
+        assert getattr(cls, field).offset == offset, field
+
+
+def test_ipv6_protocols_carry_their_guids_and_the_state_names_match_tcp4():
+    assert d.EFI_TCP6_PROTOCOL.guid == d.EFI_TCP6_PROTOCOL_GUID
+    assert d.EFI_UDP6_PROTOCOL.guid == d.EFI_UDP6_PROTOCOL_GUID
+    assert d.EFI_IP6_CONFIG_PROTOCOL.guid == d.EFI_IP6_CONFIG_PROTOCOL_GUID
+    assert d.EFI_DNS6_PROTOCOL.guid == d.EFI_DNS6_PROTOCOL_GUID
+    assert d.EFI_TCP6_SERVICE_BINDING_PROTOCOL.guid == d.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID
+    assert d.EFI_UDP6_SERVICE_BINDING_PROTOCOL.guid == d.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID
+    assert d.EFI_DNS6_SERVICE_BINDING_PROTOCOL.guid == d.EFI_DNS6_SERVICE_BINDING_PROTOCOL_GUID
+    assert d.TCP6_STATE_NAMES[d.Tcp6StateTimeWait] == "Tcp6StateTimeWait"
+    assert len(d.TCP6_STATE_NAMES) == 11 and d.Tcp6StateLastAck == 10
+
+
+def test_ipv6_round_trip_and_validation():
+    packed = bytes(bytearray([0xfe, 0x80] + [0] * 13 + [1]))
+    assert list(d.ipv6(packed).Addr) == list(bytearray(packed))  # network byte order
+    assert d.ipv6_bytes(d.ipv6(packed)) == packed
+    assert d.ipv6_bytes(d.ipv6(None)) == b"\0" * 16
+    with pytest.raises(ValueError):
+        d.ipv6(b"\1" * 4)
+
+
+def test_ipv6_fragment_variants():
+    assert d.tcp6_receive_data(3).FragmentTable.offset == 16 and ctypes.sizeof(d.tcp6_receive_data(3)) == 64
+    assert d.tcp6_transmit_data(2).FragmentTable.offset == 16
+    assert d.udp6_receive_data(4).FragmentTable.offset == 72 and ctypes.sizeof(d.udp6_receive_data(4)) == 72 + 64
+    assert d.udp6_transmit_data(2).FragmentTable.offset == 16

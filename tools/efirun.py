@@ -92,6 +92,17 @@ def build_parser():
                           "the simulated server really listens")
     net.add_argument("--no-dns4", action="store_true",
                      help="no EFI_DNS4_PROTOCOL (as on most vendor firmware and default OVMF)")
+    net.add_argument("--no-ipv6", action="store_true",
+                     help="no IP6 Config, TCP6 or UDP6 (firmware built without NETWORK_IP6_ENABLE)")
+    net.add_argument("--ipv6-delay", type=float, metavar="SECONDS", default=None,
+                     help="seconds SLAAC (policy Automatic) or DAD (a manual address) takes until ::1 is usable "
+                          "(default 0.3)")
+    net.add_argument("--ipv6-policy", default="manual", metavar="POLICY", choices=("manual", "automatic", "static"),
+                     help="IP6 Config at boot: manual (EDK2's default: link-local only), automatic (SLAAC gives "
+                          "::1), static (manual address ::1 already set)")
+    net.add_argument("--ipv6-dns-server", action="append", metavar="[::1]:PORT", default=[],
+                     help="IPv6 DNS server the router advertises (repeatable; IP6 Config DnsServer under "
+                          "--ipv6-policy automatic or static); PORT is where the simulated server listens")
     net.add_argument("--firmware", default="edk2", metavar="PROFILE",
                      help="edk2 (current NetworkPkg, default) or edk2-2015 (the stack BITS was tested on)")
     net.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the fault injector")
@@ -115,7 +126,8 @@ def build_parser():
 
 
 # Options that take a value: the splitter below must skip their value.
-_VALUE_OPTIONS = ("--address", "--gateway", "--dhcp-delay", "--dns-server", "--firmware", "--seed", "--faults")
+_VALUE_OPTIONS = ("--address", "--gateway", "--dhcp-delay", "--dns-server", "--firmware", "--seed", "--faults",
+                  "--ipv6-delay", "--ipv6-policy", "--ipv6-dns-server")
 
 
 def split_command_line(args):
@@ -148,6 +160,9 @@ def machine_options(opts):
                    seed=opts.seed, timer=not opts.timer_stopped, nic_connected=not opts.nic_disconnected)
     if opts.dhcp_delay is not None:
         options["dhcp_delay"] = opts.dhcp_delay
+    options.update(ipv6=not opts.no_ipv6, ipv6_policy=opts.ipv6_policy, ipv6_dns_servers=list(opts.ipv6_dns_server))
+    if opts.ipv6_delay is not None:
+        options["ipv6_delay"] = opts.ipv6_delay
     if opts.faults:
         options["faults"] = opts.faults
     return options

@@ -26,6 +26,10 @@ Where the model is more lenient than EDK2: answer owner names that are not compr
 are parsed properly (EDK2 ASSERTs that they are pointers and skips two bytes); malformed replies
 complete the token with EFI_DEVICE_ERROR (EDK2 would read past the packet). Retransmission uses
 exact deadlines, not EDK2's 1 s tick.
+
+DnsDxe's IPv6 half (dns6.py) shares this engine: what differs -- structures, the address family
+(nic.IPV4 / nic.IPV6), the address record type (A / AAAA) -- comes from Dns4Driver's class
+attributes, and Dns6Driver overrides Configure, whose EFI_DNS6_CONFIG_DATA is shaped differently.
 """
 
 from __future__ import print_function
@@ -33,13 +37,14 @@ from __future__ import print_function
 import ctypes
 import errno
 import random
-import socket as _host_socket
+from efisim.nic import _host_socket  # the OS socket: once bitsnet is installed, `import socket` is bitsnet
 import struct
 from ctypes import POINTER, c_void_p
 
 from bitsnet import efidefs
 from efisim import uefi
 from efisim.firmware import FIRMWARE, _now, efiapi
+from efisim.nic import IPV4
 from efisim.service_binding import ServiceBinding
 
 S = uefi
@@ -171,10 +176,10 @@ class Dns4Child(object):
         self.interface = driver.new_interface()
         self.address = ctypes.addressof(self.interface)
         self.configured = False
-        self.config = efidefs.EFI_DNS4_CONFIG_DATA()  # DnsServerList pointer not kept
+        self.config = driver.CONFIG_DATA()  # DnsServerList pointer not kept
         self.servers = []  # type: list   # the configured list (only [0] is used)
         self.server = None  # type: str or None   # SessionDnsServer
-        self.station = "0.0.0.0"
+        self.station = driver.family.any
         self.port = 0
         self.max_retry = 0
         self.sock = None  # type: object
@@ -193,7 +198,7 @@ class Dns4Child(object):
         except (OSError, IOError) as exc:
             code = getattr(exc, "errno", None)
             return code not in (errno.EAGAIN, errno.EWOULDBLOCK)  # an ICMP error: one frame, ignored
-        if source != self.driver.server_endpoint(self.server):
+        if tuple(source[:2]) != self.driver.server_endpoint(self.server):  # AF_INET6 names have 4 parts
             return True  # the UDP child is "connected" to the server: anything else is dropped
         self.driver.on_packet(self, packet)
         return True
@@ -209,6 +214,15 @@ class Dns4Child(object):
 class Dns4Driver(ServiceBinding):
     """DnsDxe (IPv4 half) on one NIC: the service binding, children, the global cache."""
 
+    SERVICE_BINDING = efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL  # type: type
+    PROTOCOL = efidefs.EFI_DNS4_PROTOCOL  # type: type
+    CONFIG_DATA = efidefs.EFI_DNS4_CONFIG_DATA  # type: type
+    CACHE_ENTRY = efidefs.EFI_DNS4_CACHE_ENTRY  # type: type
+    ADDRESS = efidefs.EFI_IPv4_ADDRESS  # type: type
+    LEDGER_PREFIX = "dns4"
+    QTYPE_ADDRESS = DNS_TYPE_A  # the record HostNameToIp asks for and keeps
+    family = IPV4
+
     def __init__(self, machine):
         self.machine = machine
         self.nic = machine.nic
@@ -218,18 +232,19 @@ class Dns4Driver(ServiceBinding):
         self.cache = []  # type: list   # mDriverData->Dns4CacheList: [host name, ip, expiry, buffers]
         self.server_list = []  # type: list   # mDriverData->Dns4ServerList (every server configured)
         self.random = random.Random(machine.config.seed + 53)
-        self.install_service_binding(efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL, efidefs.EFI_DNS4_PROTOCOL)
-        FIRMWARE.add_periodic(DNS_TIMER_PERIOD, uefi.TPL_CALLBACK, self.on_timer, "DnsOnTimer")
+        self.install_service_binding(self.SERVICE_BINDING, self.PROTOCOL)
+        self._timer_work = self.on_timer  # one bound method, so remove_periodic finds it
+        FIRMWARE.add_periodic(DNS_TIMER_PERIOD, uefi.TPL_CALLBACK, self._timer_work, "DnsOnTimer")
 
     # ------------------------------------------------------------------ bookkeeping
     def ledger(self):
         with FIRMWARE.lock:
-            return {"dns4_children": len(self.children),
-                    "dns4_tokens": sum(len(c.queries) for c in self.children.values())}
+            return {self.LEDGER_PREFIX + "_children": len(self.children),
+                    self.LEDGER_PREFIX + "_tokens": sum(len(c.queries) for c in self.children.values())}
 
     def shutdown(self):
         with FIRMWARE.lock:
-            FIRMWARE.remove_periodic(self.on_timer)
+            FIRMWARE.remove_periodic(self._timer_work)
             for child in self.children.values():
                 child.close_socket()
         self.uninstall_service_binding()
@@ -260,7 +275,7 @@ class Dns4Driver(ServiceBinding):
         child = Dns4Child(self)
         self.children[child.handle] = child
         self._by_interface[child.address] = child
-        FIRMWARE.install_protocol(child.handle, efidefs.EFI_DNS4_PROTOCOL_GUID, child.address)
+        FIRMWARE.install_protocol(child.handle, self.PROTOCOL.guid, child.address)
         return child
 
     def destroy(self, child):
@@ -268,7 +283,7 @@ class Dns4Driver(ServiceBinding):
         self.children.pop(child.handle, None)
         self._by_interface.pop(child.address, None)
         self._retired.append(child.interface)
-        FIRMWARE.uninstall_protocol(child.handle, efidefs.EFI_DNS4_PROTOCOL_GUID)
+        FIRMWARE.uninstall_protocol(child.handle, self.PROTOCOL.guid)
 
     @efiapi()
     def _GetModeData(self, this, mode):
@@ -303,7 +318,7 @@ class Dns4Driver(ServiceBinding):
             return S.EFI_INVALID_PARAMETER
         with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
             name = read_char16(_address(entry.HostName))
-            return self.update_cache(bool(delete), bool(override), name, _ip(entry.IpAddress.contents),
+            return self.update_cache(bool(delete), bool(override), name, self.family.text(entry.IpAddress.contents),
                                      entry.Timeout)
 
     @efiapi()
@@ -398,9 +413,9 @@ class Dns4Driver(ServiceBinding):
 
     def open_socket(self, child, station, port):
         """The UDP child: a host socket on (station, LocalPort or ephemeral)."""
-        if not station.startswith("127."):
+        if not self.family.reachable(station):
             return S.EFI_SUCCESS  # not on the loopback wire: nothing will ever answer
-        sock = _host_socket.socket(_host_socket.AF_INET, _host_socket.SOCK_DGRAM)
+        sock = _host_socket.socket(self.family.host_family, _host_socket.SOCK_DGRAM)
         sock.setblocking(False)
         try:
             sock.bind((station, port))
@@ -442,24 +457,24 @@ class Dns4Driver(ServiceBinding):
             out.DnsConfigData.DnsServerList = self.address_list(child.servers)
         out.DnsServerCount = len(self.server_list)
         out.DnsServerList = self.address_list(self.server_list)
-        address = FIRMWARE.allocate(max(len(self.cache), 1) * ctypes.sizeof(efidefs.EFI_DNS4_CACHE_ENTRY))
-        entries = (efidefs.EFI_DNS4_CACHE_ENTRY * max(len(self.cache), 1)).from_address(address)
+        address = FIRMWARE.allocate(max(len(self.cache), 1) * ctypes.sizeof(self.CACHE_ENTRY))
+        entries = (self.CACHE_ENTRY * max(len(self.cache), 1)).from_address(address)
         now = _now()
         for entry, (name, ip, expiry, buffers) in zip(entries, self.cache):
             entry.HostName = ctypes.cast(buffers[0], POINTER(efidefs.UINT16))  # driver memory
             entry.IpAddress = ctypes.pointer(buffers[1])
             entry.Timeout = max(int(expiry - now), 0)
         out.DnsCacheCount = len(self.cache)
-        out.DnsCacheList = ctypes.cast(address, POINTER(efidefs.EFI_DNS4_CACHE_ENTRY))
+        out.DnsCacheList = ctypes.cast(address, POINTER(self.CACHE_ENTRY))
         return S.EFI_SUCCESS
 
-    @staticmethod
-    def address_list(addresses):
-        address = FIRMWARE.allocate(max(len(addresses), 1) * 4)
-        table = (efidefs.EFI_IPv4_ADDRESS * max(len(addresses), 1)).from_address(address)
-        for entry, text in zip(table, addresses):
-            entry.Addr[:] = [int(p) for p in text.split(".")]
-        return ctypes.cast(address, POINTER(efidefs.EFI_IPv4_ADDRESS))
+    def address_list(self, addresses):
+        """A pool array of EFI_IPv4_ADDRESS (EFI_IPv6_ADDRESS for DNS6) the caller frees."""
+        address = FIRMWARE.allocate(max(len(addresses), 1) * ctypes.sizeof(self.ADDRESS))
+        table = (self.ADDRESS * max(len(addresses), 1)).from_address(address)
+        for i, text in enumerate(addresses):
+            table[i] = self.family.struct(text)
+        return ctypes.cast(address, POINTER(self.ADDRESS))
 
     # ------------------------------------------------------------------ the cache
     def update_cache(self, delete, override, name, ip, timeout):
@@ -477,7 +492,7 @@ class Dns4Driver(ServiceBinding):
         # EDK2 quirk (DnsDxe UpdateDns4Cache): no match -> the entry is added, even when the
         # caller asked to delete it.
         raw = (ctypes.c_uint16 * (len(name) + 1))(*([ord(c) for c in name] + [0]))
-        self.cache.append([name, ip, _now() + timeout, (raw, efidefs.ipv4(ip))])
+        self.cache.append([name, ip, _now() + timeout, (raw, self.family.struct(ip))])
         return S.EFI_SUCCESS
 
     def expire_cache(self):
@@ -541,7 +556,7 @@ class Dns4Driver(ServiceBinding):
                 if token.Event:
                     FIRMWARE.signal(token.Event)
                 return S.EFI_SUCCESS
-        return self.start(child, token_pointer, encode_qname(name), DNS_TYPE_A, DNS_CLASS_INET,
+        return self.start(child, token_pointer, encode_qname(name), self.QTYPE_ADDRESS, DNS_CLASS_INET,
                           host_name=_address(host_name))
 
     def general_lookup(self, child, qname, qtype, qclass, token_pointer):
@@ -554,17 +569,14 @@ class Dns4Driver(ServiceBinding):
         return self.start(child, token_pointer, encode_qname(text.decode("ascii", "replace")), qtype, qclass,
                           general=True)
 
-    @staticmethod
-    def h2a_data(addresses):
-        """DNS_HOST_TO_ADDR_DATA and its IpList, both from pool: the caller frees both."""
+    def h2a_data(self, addresses):
+        """DNS_HOST_TO_ADDR_DATA and its IpList, both from pool: the caller frees both.
+        (DNS6_HOST_TO_ADDR_DATA has the same layout with EFI_IPv6_ADDRESS entries.)"""
         data = FIRMWARE.allocate(_H2A_SIZE)
-        ip_list = FIRMWARE.allocate(4 * max(len(addresses), 1))
-        table = (efidefs.EFI_IPv4_ADDRESS * max(len(addresses), 1)).from_address(ip_list)
-        for entry, text in zip(table, addresses):
-            entry.Addr[:] = [int(p) for p in text.split(".")]
+        ip_list = self.address_list(addresses)
         h2a = efidefs.DNS_HOST_TO_ADDR_DATA.from_address(data)
         h2a.IpCount = len(addresses)
-        h2a.IpList = ctypes.cast(ip_list, POINTER(efidefs.EFI_IPv4_ADDRESS))
+        h2a.IpList = ctypes.cast(ip_list, POINTER(efidefs.EFI_IPv4_ADDRESS))  # the same pointer for DNS6
         return ctypes.cast(data, POINTER(efidefs.DNS_HOST_TO_ADDR_DATA))
 
     @staticmethod
@@ -623,11 +635,11 @@ class Dns4Driver(ServiceBinding):
             return
         addresses, cname_ttl = [], 0
         for rtype, rclass, ttl, rdata in answers:
-            if rtype == DNS_TYPE_A:
-                if len(rdata) != 4:
-                    self.complete(child, query, S.EFI_DEVICE_ERROR)  # EDK2 ASSERTs DataLength == 4
+            if rtype == self.QTYPE_ADDRESS:
+                if len(rdata) != ctypes.sizeof(self.ADDRESS):
+                    self.complete(child, query, S.EFI_DEVICE_ERROR)  # EDK2 ASSERTs DataLength == 4 (16)
                     return
-                addresses.append((".".join(str(b) for b in bytearray(rdata)), ttl))
+                addresses.append((self.family.text(self.ADDRESS.from_buffer_copy(rdata)), ttl))
             elif rtype == DNS_TYPE_CNAME:
                 cname_ttl = ttl  # RFC 1034 3.6.2: the chain's records follow; keep the TTL
             else:

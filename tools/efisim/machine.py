@@ -2,9 +2,11 @@
 
 ``boot(MachineConfig(...))`` resets the one firmware instance and installs, on a fresh NIC
 handle, what EDK2's NetworkPkg installs on a connected NIC: IP4 Config2 and the TCP4, UDP4 and
-(optionally, facts section 6.3) DNS4 service bindings. Each driver module offers
-``install(machine)`` returning a driver object with ``ledger()`` (what it still holds for the
-application, e.g. live children and outstanding tokens) and ``shutdown()``.
+(optionally, facts section 6.3) DNS4 service bindings; and, unless ``ipv6=False`` (a firmware
+built without NETWORK_IP6_ENABLE, facts 7), IP6 Config and the TCP6, UDP6 and (with DNS4) DNS6
+service bindings. Each driver module offers ``install(machine)`` returning a driver object
+with ``ledger()`` (what it still holds for the application, e.g. live children and outstanding
+tokens) and ``shutdown()``.
 
 Two firmware profiles (``--firmware``):
   ``edk2``       current EDK2 NetworkPkg, as described in efi-network-facts.md (the default);
@@ -34,16 +36,24 @@ class MachineConfig(object):
         self.static = False  # address preconfigured (policy Static + ManualAddress), no DHCP
         self.dhcp = True  # False: the DHCP server never answers
         self.dhcp_delay = 0.3  # seconds from DHCP start to lease (OVMF on QEMU: about 4 s)
-        self.dns4 = True  # False: no DNS4 service binding (most vendor firmware, facts 6.3)
+        self.dns4 = True  # False: no DnsDxe, so no DNS4 (nor DNS6) service binding (most vendor firmware, facts 6.3)
         self.firmware = "edk2"
         self.seed = 0
         self.timer = True  # False: the firmware timer tick is stopped (issue 11)
         self.nic_connected = True  # False: only SNP until ConnectController (facts 2.4)
         self.faults = ""  # fault spec for faults.Faults.configure: "delay=0.5,tx_fail=2,no_dhcp"
+        self.ipv6 = True  # False: no IP6 Config, TCP6 or UDP6 (firmware without NETWORK_IP6_ENABLE)
+        self.ipv6_delay = 0.3  # seconds SLAAC (policy Automatic) or DAD (manual address) takes; None: never
+        self.ipv6_policy = "manual"  # EDK2's default; "automatic" (set by PXE/HTTP boot), "static" (::1 by hand)
+        self.ipv6_dns_servers = []  # type: list   # ["[::1]:5353"]: what the router (RDNSS) hands out, plus port
         for name, value in options.items():
             if not hasattr(self, name):
                 raise TypeError("unknown machine option %r" % name)
             setattr(self, name, value)
+        if self.ipv6_policy not in ("manual", "automatic", "static"):
+            raise ValueError("ipv6_policy must be manual, automatic or static")
+        if self.ipv6_delay is not None and float(self.ipv6_delay) < 0:
+            raise ValueError("ipv6_delay must be >= 0 (or None: never)")
         if self.firmware not in PROFILES:
             raise ValueError("firmware profile must be one of %s" % ", ".join(PROFILES))
         self._check_loopback()
@@ -62,6 +72,9 @@ class MachineConfig(object):
             if port and not (port.isdigit() and 0 < int(port) < 65536):
                 raise ValueError("dns server %r: bad port" % server)
             checks.append(("dns server", host))
+        for server in self.ipv6_dns_servers:
+            if ipv6_dns_host_port(server)[0] != "::1":
+                raise ValueError("ipv6 dns server %r: the only IPv6 address on loopback is ::1" % (server,))
         for what, text in checks:
             parts = str(text).split(".")
             if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
@@ -84,6 +97,7 @@ class Machine(object):
         self.nic = Nic(FIRMWARE)
         self.drivers = {}  # type: dict
         self.faults = _make_faults(config)
+        FIRMWARE.faults = self.faults
         FIRMWARE.ledger_sources.append(self._driver_ledger)
         FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_SIMPLE_NETWORK_PROTOCOL_GUID,
                                   FIRMWARE.allocate_static(656))
@@ -102,9 +116,12 @@ class Machine(object):
         """What ConnectController(NIC, recursive) does in EDK2: start the network drivers."""
         from efisim import ip4config2
         self.drivers["ip4config2"] = ip4config2.install(self)
-        for name in ("tcp4", "udp4", "dns4"):
-            if name == "dns4" and not self.config.dns4:
-                continue
+        names = ["tcp4", "udp4", "dns4"]
+        if self.config.ipv6:
+            names += ["ip6config", "tcp6", "udp6", "dns6"]
+        for name in names:
+            if name in ("dns4", "dns6") and not self.config.dns4:
+                continue  # no DnsDxe: neither DNS4 nor DNS6
             if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")):
                 continue  # driver not written yet (an ImportError inside a driver still propagates)
             module = __import__("efisim." + name, fromlist=["install"])
@@ -123,6 +140,22 @@ class Machine(object):
         self.drivers.clear()
         self.nic.close()
         FIRMWARE.stop_timer()
+        FIRMWARE.faults = None
+
+
+def ipv6_dns_host_port(text):
+    """ "[::1]:5353" or "::1" -> ("::1", port (53 by default)); ValueError if malformed."""
+    text = str(text)
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        if rest and not rest.startswith(":"):
+            raise ValueError("ipv6 dns server %r: expected [ADDRESS]:PORT" % text)
+    else:
+        host, port = text, ""
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError("ipv6 dns server %r: bad port" % text)
+    return host, int(port) if port else 53
 
 
 def _make_faults(config):

@@ -1,4 +1,4 @@
-"""One simulated network interface: its handle, its IPv4 state, and EDK2's receive pacing.
+"""One simulated network interface: its handle, its IPv4 and IPv6 state, and EDK2's receive pacing.
 
 The "wire" is the host's loopback: every simulated socket is backed by a non-blocking host
 socket bound to the station address. What makes the model EDK2-like is *when* bytes from the
@@ -11,6 +11,10 @@ Drivers register a *frame source* for each host socket (``add_source``): an obje
 accepted SYN, a connect completion, a FIN or a RST) and returns True if it did. The NIC
 keeps the sources in an epoll set and serves ready ones round-robin, so one busy socket
 cannot starve the others.
+
+``IPV4`` and ``IPV6`` are the per-family tables the TCP and UDP models share their engines
+through: host socket family, the wildcard address, EFI address structures <-> text, and which
+addresses the loopback wire reaches (127.0.0.0/8; for IPv6 only ::1, the host's one loopback).
 """
 
 from __future__ import print_function
@@ -18,6 +22,7 @@ from __future__ import print_function
 import select as _host_select  # the host's: bitsnet may later replace sys.modules['select']
 import socket as _host_socket
 
+from bitsnet import efidefs
 from efisim import uefi
 
 MNP_POLL_PERIOD = 0.010  # MnpDxe's system poll timer (facts section 3.4)
@@ -37,6 +42,46 @@ def int_to_ip(value):
 def prefix_to_mask(prefix):
     # type: (int) -> str
     return int_to_ip((0xFFFFFFFF << (32 - prefix)) & 0xFFFFFFFF if prefix else 0)
+
+
+def ip6_text(packed):
+    # type: (bytes) -> str
+    """Canonical text of 16 packed bytes (the host's inet_ntop: the simulator runs on the host)."""
+    return _host_socket.inet_ntop(_host_socket.AF_INET6, packed)
+
+
+def ip6_packed(text):
+    # type: (str) -> bytes
+    return _host_socket.inet_pton(_host_socket.AF_INET6, text)
+
+
+class AddressFamily(object):
+    """What differs between the IPv4 and IPv6 halves of a driver model (see the module docstring)."""
+
+    def __init__(self, name, host_family, any_address, to_struct, to_text, reachable):
+        self.name = name
+        self.host_family = host_family
+        self.any = any_address  # the all-zero address, as text
+        self.struct = to_struct  # text -> EFI_IPv4_ADDRESS / EFI_IPv6_ADDRESS
+        self.text = to_text  # EFI address structure -> canonical text
+        self.reachable = reachable  # text -> on the loopback wire?
+
+    def __repr__(self):
+        return "<AddressFamily %s>" % self.name
+
+
+def _ipv6_struct(text):
+    return efidefs.ipv6(ip6_packed(text or "::"))
+
+
+def _ipv6_text(address):
+    return ip6_text(efidefs.ipv6_bytes(address))
+
+
+IPV4 = AddressFamily("ipv4", _host_socket.AF_INET, "0.0.0.0", efidefs.ipv4, efidefs.ipv4_text,
+                     lambda address: address.startswith("127."))
+IPV6 = AddressFamily("ipv6", _host_socket.AF_INET6, "::", _ipv6_struct, _ipv6_text,
+                     lambda address: address == "::1")
 
 
 class Ip4Interface(object):
@@ -62,6 +107,36 @@ class Ip4Interface(object):
         return None if best is None else best[2]
 
 
+class Ip6Interface(object):
+    """The IP6 interface of the NIC as Ip6Dxe holds it: its addresses (link-local first), routes, DNS."""
+
+    def __init__(self, link_local):
+        self.link_local = link_local  # created at once (facts 5.3); never usable on the loopback wire
+        self.addresses = []  # type: list   # [(address, prefix length)], link-local included
+        self.routes = []  # type: list   # [(gateway, destination, prefix length)]
+        self.gateways = []  # type: list
+        self.dns_servers = []  # type: list
+
+    def usable(self):
+        """The address IP6 picks for an unspecified StationAddress, or None: EFI_NO_MAPPING.
+        Only a non-link-local address reaches the peers on [::1] (see ip6config.py)."""
+        for address, _ in self.addresses:
+            if not address.lower().startswith("fe80:"):
+                return address
+        return None
+
+    def has(self, address):
+        return any(a == address for a, _ in self.addresses)
+
+
+def link_local_from_mac(mac):
+    # type: (bytes) -> str
+    """fe80::/64 with the modified EUI-64 interface ID of ``mac`` (RFC 4291 appendix A)."""
+    b = bytearray(mac)
+    eui = bytearray([b[0] ^ 0x02, b[1], b[2], 0xFF, 0xFE, b[3], b[4], b[5]])
+    return ip6_text(bytes(bytearray([0xFE, 0x80] + [0] * 6) + eui))
+
+
 class Nic(object):
     """The NIC: handle, MAC, IP4 interface, frame pacing, and listeners for address changes."""
 
@@ -72,6 +147,7 @@ class Nic(object):
         self.mss = mss
         self.handle = firmware.new_handle()
         self.ip4 = Ip4Interface()
+        self.ip6 = Ip6Interface(link_local_from_mac(self.mac))
         self._epoll = _host_select.epoll()
         self._sources = {}  # type: dict   # fileno -> source
         self._turn = 0
@@ -134,9 +210,9 @@ class Nic(object):
         self._epoll.close()
 
 
-def host_socket(kind):
+def host_socket(kind, family=_host_socket.AF_INET):
     """A non-blocking host socket of ``kind`` (SOCK_STREAM or SOCK_DGRAM) for the backing."""
-    sock = _host_socket.socket(_host_socket.AF_INET, kind)
+    sock = _host_socket.socket(family, kind)
     sock.setsockopt(_host_socket.SOL_SOCKET, _host_socket.SO_REUSEADDR, 1)
     sock.setblocking(False)
     return sock

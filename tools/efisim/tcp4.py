@@ -24,7 +24,7 @@ from efisim.nic import int_to_ip, ip_to_int
 from efisim.service_binding import ServiceBinding
 from efisim.tcp4_tcb import (CONNECTED, CONNECTING, DEFAULT_OPTIONS, OPTION_RANGES, TCP_PORT_KNOWN, TCP_TICK,
                              _ZERO_ACCEPTED, Closed, Listen, Tcp4Child, Tcp4Stack, _address,
-                             _close_host, _loopback)
+                             _close_host)
 
 MAX_PACKET_SIZE = 1480  # IP4 MaxPacketSize reported for a 1500-byte MTU
 EFI_SIMPLE_NETWORK_INITIALIZED = 2
@@ -60,13 +60,21 @@ def _same_subnet(a, b, mask):
 
 
 class Tcp4Driver(Tcp4Stack, ServiceBinding):
-    """TcpDxe on one NIC: the service binding, its children's protocol interfaces, the TCP timers."""
+    """TcpDxe on one NIC: the service binding, its children's protocol interfaces, the TCP timers.
+
+    tcp6.Tcp6Driver subclasses it: the class attributes below, ``family`` (Tcp4Stack) and the
+    entry points that read family-specific structures (GetModeData, Configure) differ."""
+
+    SERVICE_BINDING = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL  # type: type
+    PROTOCOL = efidefs.EFI_TCP4_PROTOCOL  # type: type
+    LEDGER_PREFIX = "tcp4"
+    ETHER_TYPE = 0x0800  # MNP's ProtocolTypeFilter for the IP child
 
     def __init__(self, machine):
         Tcp4Stack.__init__(self, machine)
         self._by_interface = {}  # type: dict   # EFI_TCP4_PROTOCOL address -> child
         self._retired = []  # type: list   # interfaces of destroyed children stay mapped
-        self.install_service_binding(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL, efidefs.EFI_TCP4_PROTOCOL)
+        self.install_service_binding(self.SERVICE_BINDING, self.PROTOCOL)
         # One bound method each, kept, so that remove_periodic (an identity test) finds them.
         self._periodic = [(TCP_TICK, uefi.TPL_NOTIFY, self.tcp_tick, "TcpTicking"),
                           (TICK, uefi.TPL_CALLBACK, self.deliver_delayed, "TcpDelayedCompletions")]
@@ -77,8 +85,8 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
     def ledger(self):
         with FIRMWARE.lock:
             return {
-                "tcp4_children": sum(1 for c in self.children.values() if c.app_owned),
-                "tcp4_tokens": sum(len(c.tokens) for c in self.children.values()) + len(self._delayed),
+                self.LEDGER_PREFIX + "_children": sum(1 for c in self.children.values() if c.app_owned),
+                self.LEDGER_PREFIX + "_tokens": sum(len(c.tokens) for c in self.children.values()) + len(self._delayed),
             }
 
     def shutdown(self):
@@ -108,14 +116,14 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         child = Tcp4Child(self, parent)
         self.children[child.handle] = child
         self._by_interface[child.address] = child
-        FIRMWARE.install_protocol(child.handle, efidefs.EFI_TCP4_PROTOCOL_GUID, child.address)
+        FIRMWARE.install_protocol(child.handle, self.PROTOCOL.guid, child.address)
         return child
 
     def remove_child(self, child):
         """The protocol-database half of destroying a child (Tcp4Stack.destroy does the rest)."""
         self._by_interface.pop(child.address, None)
         self._retired.append(child.interface)
-        FIRMWARE.uninstall_protocol(child.handle, efidefs.EFI_TCP4_PROTOCOL_GUID)
+        FIRMWARE.uninstall_protocol(child.handle, self.PROTOCOL.guid)
 
     # ------------------------------------------------------------------ ports and routes
     def port_in_use(self, address, port, exclude=None):
@@ -224,42 +232,50 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         return self._call(this, self.poll, (), False)
 
     # ------------------------------------------------------------------ GetModeData
-    def get_mode_data(self, child, state, config, ip4, mnp, snp):
+    def get_mode_data(self, child, state, config, ip_mode, mnp, snp):
         if state:
             state[0] = child.state  # readable at any time; Closed when unconfigured
         if config:
             if not child.configured:
                 return S.EFI_NOT_STARTED
             data = config.contents
-            data.TypeOfService, data.TimeToLive = child.tos, child.ttl
-            ap = data.AccessPoint
-            ap.UseDefaultAddress = child.use_default
-            ap.StationAddress = efidefs.ipv4(child.station)  # with UseDefaultAddress: the actual one
-            ap.SubnetMask = efidefs.ipv4(child.mask)
-            ap.StationPort = child.port
-            ap.RemoteAddress = efidefs.ipv4(child.remote)
-            ap.RemotePort = child.rport
-            ap.ActiveFlag = child.state != Listen
+            self.fill_config(child, data)
             option = _address(data.ControlOption)
             if option == GARBAGE_POINTER:
-                FIRMWARE.record_crash("TCP4 GetModeData: ConfigData.ControlOption is uninitialised pool "
-                                      "(0x%x); EDK2 writes through it (facts 3.3)" % option)
+                FIRMWARE.record_crash("%s GetModeData: ConfigData.ControlOption is uninitialised pool "
+                                      "(0x%x); EDK2 writes through it (facts 3.3)" % (self.LEDGER_PREFIX.upper(),
+                                                                                      option))
                 return S.EFI_DEVICE_ERROR
             if option:  # written through the caller's pointer only when it is non-NULL
                 out = data.ControlOption.contents
                 for name in DEFAULT_OPTIONS:
                     setattr(out, name, child.options[name])
                 out.EnableSelectiveAck = out.EnablePathMtuDiscovery = False
-        if ip4:
-            self.fill_ip4_mode(child, ip4.contents)
+        if ip_mode:
+            self.fill_ip_mode(child, ip_mode.contents)
         if mnp:
             m = mnp.contents
             ctypes.memset(ctypes.addressof(m), 0, ctypes.sizeof(m))
-            m.ProtocolTypeFilter = 0x0800
+            m.ProtocolTypeFilter = self.ETHER_TYPE
             m.EnableUnicastReceive = m.EnableBroadcastReceive = m.FlushQueuesOnReset = True
         if snp:
             self.fill_snp_mode(snp.contents)
         return S.EFI_SUCCESS
+
+    def fill_config(self, child, data):
+        """EFI_TCP4_CONFIG_DATA as GetModeData reports it (ControlOption aside)."""
+        data.TypeOfService, data.TimeToLive = child.tos, child.ttl
+        ap = data.AccessPoint
+        ap.UseDefaultAddress = child.use_default
+        ap.StationAddress = efidefs.ipv4(child.station)  # with UseDefaultAddress: the actual one
+        ap.SubnetMask = efidefs.ipv4(child.mask)
+        ap.StationPort = child.port
+        ap.RemoteAddress = efidefs.ipv4(child.remote)
+        ap.RemotePort = child.rport
+        ap.ActiveFlag = child.state != Listen
+
+    def fill_ip_mode(self, child, mode):
+        self.fill_ip4_mode(child, mode)
 
     def fill_ip4_mode(self, child, mode):
         ctypes.memset(ctypes.addressof(mode), 0, ctypes.sizeof(mode))
@@ -317,12 +333,9 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         if not ap.UseDefaultAddress:
             if not _valid_netmask(mask) or (mask != "0.0.0.0" and not _unicast(station, mask)):
                 return S.EFI_INVALID_PARAMETER
-        if _address(data.ControlOption) == GARBAGE_POINTER:
-            FIRMWARE.record_crash("TCP4 Configure: ConfigData.ControlOption is uninitialised pool")
-            return S.EFI_DEVICE_ERROR
-        option = data.ControlOption.contents if data.ControlOption else None
-        if option is not None and (option.EnableSelectiveAck or option.EnablePathMtuDiscovery):
-            return S.EFI_UNSUPPORTED  # facts 3.3: SACK and PMTU discovery are not implemented
+        status, option = self.control_option(data)
+        if status != S.EFI_SUCCESS:
+            return status
         if child.configured:
             return S.EFI_ACCESS_DENIED  # reset with Configure(NULL) first
         if ap.UseDefaultAddress:
@@ -342,20 +355,40 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
                     pass
                 return S.EFI_NO_MAPPING
             station, mask = self.nic.ip4.address, self.nic.ip4.netmask
-        child.no_mapping = False
-        child.active = bool(ap.ActiveFlag)
-        child.options = self.effective_options(option)
-        status = self.bind(child, station, ap.StationPort)
-        if status != S.EFI_SUCCESS:
-            return status
-        child.use_default = bool(ap.UseDefaultAddress)
-        child.station, child.mask = station, mask
-        child.remote, child.rport = remote, ap.RemotePort
-        child.tos, child.ttl = data.TypeOfService, data.TimeToLive
-        child.routes = []
+        routes = []
         if mask != "0.0.0.0":
             subnet = int_to_ip(ip_to_int(station) & ip_to_int(mask))
-            child.routes.append((subnet, mask, "0.0.0.0"))  # the directly connected subnet
+            routes.append((subnet, mask, "0.0.0.0"))  # the directly connected subnet
+        return self.apply_config(child, option, bool(ap.ActiveFlag), (station, mask, ap.StationPort),
+                                 (remote, ap.RemotePort), bool(ap.UseDefaultAddress),
+                                 (data.TypeOfService, data.TimeToLive), routes)
+
+    def control_option(self, data):
+        """ConfigData.ControlOption: (status, EFI_TCPx_OPTION or None); the same checks for TCP4 and TCP6."""
+        if _address(data.ControlOption) == GARBAGE_POINTER:
+            FIRMWARE.record_crash("%s Configure: ConfigData.ControlOption is uninitialised pool"
+                                  % self.LEDGER_PREFIX.upper())
+            return S.EFI_DEVICE_ERROR, None
+        option = data.ControlOption.contents if data.ControlOption else None
+        if option is not None and (option.EnableSelectiveAck or option.EnablePathMtuDiscovery):
+            return S.EFI_UNSUPPORTED, None  # facts 3.3: SACK and PMTU discovery are not implemented
+        return S.EFI_SUCCESS, option
+
+    def apply_config(self, child, option, active, local, peer, use_default, ip_params, routes):
+        """The family-independent end of Configure, once the station address is known: options,
+        port binding (facts 3.8), then the TCB goes to Listen (passive) or stays Closed."""
+        station, mask, port = local
+        child.no_mapping = False
+        child.active = active
+        child.options = self.effective_options(option)
+        status = self.bind(child, station, port)
+        if status != S.EFI_SUCCESS:
+            return status
+        child.use_default = use_default
+        child.station, child.mask = station, mask
+        child.remote, child.rport = peer
+        child.tos, child.ttl = ip_params
+        child.routes = routes
         child.configured = True
         child.error = None
         child.rx, child.rx_total, child.fin_seen = bytearray(), 0, False
@@ -429,7 +462,8 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         if status != S.EFI_SUCCESS:
             return status
         hop = self.route(child, child.remote)
-        self.start_connect(child, token, hop is not None and _loopback(child.remote) and _loopback(child.station))
+        reachable = self.family.reachable
+        self.start_connect(child, token, hop is not None and reachable(child.remote) and reachable(child.station))
         return S.EFI_SUCCESS
 
     def accept(self, child, token_pointer):

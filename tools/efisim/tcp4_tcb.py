@@ -31,6 +31,12 @@ What a host socket cannot express, and the choice made:
   child is accepted, so the EFI side never sees them.
 * Only 127.0.0.0/8 is reachable: a SYN to any other address goes nowhere and the connect
   times out, as a SYN to an unanswering host does.
+
+The engine serves TCP6 as well (tcp6.py): what depends on the address family -- host socket
+family, wildcard address, which addresses the wire reaches -- comes from the stack's ``family``
+table (nic.IPV4 / nic.IPV6). The token structures it reads (EFI_TCP4_COMPLETION_TOKEN, _IO_TOKEN,
+_LISTEN_TOKEN, _RECEIVE_DATA) have the same layout in TCP6 (facts 3.1, pinned by
+tests/test_efi_layout.py), so one set of readers serves both.
 """
 
 from __future__ import print_function
@@ -39,7 +45,7 @@ import collections
 import ctypes
 import errno
 import random
-import socket as _host_socket
+from efisim.nic import _host_socket  # the OS socket: once bitsnet is installed, `import socket` is bitsnet
 import struct
 from ctypes import c_void_p
 
@@ -47,7 +53,7 @@ from bitsnet import efidefs
 from efisim import uefi
 from efisim.faults import HeldCompletions
 from efisim.firmware import FIRMWARE, _now
-from efisim.nic import host_socket
+from efisim.nic import IPV4, host_socket
 
 TCP_TICK = 0.2  # TCP_TICK_HZ = 5: every TCP timer is quantised to 200 ms (facts 3.4)
 TCP_PORT_KNOWN = 1024  # ephemeral ports start above this (TcpBind)
@@ -189,8 +195,8 @@ class Tcp4Child(object):
         self.no_mapping = False
         self.active = True
         self.use_default = False
-        self.station, self.mask, self.port = "0.0.0.0", "0.0.0.0", 0
-        self.remote, self.rport = "0.0.0.0", 0
+        self.station, self.mask, self.port = driver.family.any, "0.0.0.0", 0
+        self.remote, self.rport = driver.family.any, 0
         self.tos, self.ttl = 0, 0
         self.options = dict(DEFAULT_OPTIONS)
         self.routes = []  # type: list   # this child's IP4 routes [(subnet, mask, gateway)]
@@ -294,6 +300,7 @@ class Tcp4Stack(object):
     # nothing (TcpDetachPcb just flushes the TCB); the peer gets RST on its next segment
     # (facts 3.6), which "forget" reproduces. "rst" would reset the host peer at once.
     DESTROY_HOST = "forget"
+    family = IPV4  # nic.IPV6 in tcp6.Tcp6Driver
 
     def __init__(self, machine):
         self.machine = machine
@@ -482,9 +489,9 @@ class Tcp4Stack(object):
 
     def bind_host(self, child, address, port):
         """Bind (and for a listener, listen on) the backing host socket. False if the host refuses."""
-        if not _loopback(address):
+        if not self.family.reachable(address):
             return True  # not reachable from the host: the child exists but no traffic ever arrives
-        sock = host_socket(_host_socket.SOCK_STREAM)
+        sock = host_socket(_host_socket.SOCK_STREAM, self.family.host_family)
         try:
             sock.bind((address, port))
             if not child.active:
@@ -509,7 +516,7 @@ class Tcp4Stack(object):
                 return False
             raise
         conn.setblocking(False)
-        if (listener.remote != "0.0.0.0" and listener.remote != peer[0]) or \
+        if (listener.remote != self.family.any and listener.remote != peer[0]) or \
                 (listener.rport and listener.rport != peer[1]):
             _close_host(conn, True)  # no listener for this peer: RST
             return True

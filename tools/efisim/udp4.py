@@ -41,6 +41,12 @@ IP_RECVERR and the socket's error queue. What a host socket cannot express, and 
 * Configure(NULL) while received datagrams are not yet recycled is recorded as a firmware fault
   (``FIRMWARE.crashes``): EDK2 ASSERTs there in debug builds. Unrecycled datagrams are counted in
   the ledger as ``udp4_unrecycled`` until the application signals their RecycleSignal.
+
+The datagram engine -- host ports, demultiplexing, delivery and recycling, ICMP errors, receive
+timeouts, ports -- serves UDP6 as well (udp6.py): what depends on the address family comes from
+the driver's ``family`` table (nic.IPV4 / nic.IPV6) and class attributes; the entry points that
+read family-specific structures (Configure, Transmit's validation, Groups, GetModeData) are
+overridden there. Completion tokens have the same layout in UDP4 and UDP6 (facts 4.1).
 """
 
 from __future__ import print_function
@@ -49,13 +55,14 @@ import collections
 import ctypes
 import errno
 import random
-import socket as _host_socket
+from efisim.nic import _host_socket  # the OS socket: once bitsnet is installed, `import socket` is bitsnet
 from ctypes import POINTER, byref, c_void_p
 
 from bitsnet import efidefs
 from efisim import uefi
+from efisim.faults import HeldCompletions
 from efisim.firmware import FIRMWARE, _now, efiapi
-from efisim.nic import ip_to_int
+from efisim.nic import IPV4, ip_to_int
 from efisim.service_binding import ServiceBinding
 
 S = uefi  # status codes
@@ -70,6 +77,7 @@ EFI_SIMPLE_NETWORK_INITIALIZED = 2
 LIMITED_BROADCAST = "255.255.255.255"
 WIRE_BROADCAST = "127.255.255.255"  # where the limited broadcast goes on the loopback wire
 IP_RECVERR = getattr(_host_socket, "IP_RECVERR", 11)  # Linux: queue ICMP errors on the socket
+IPV6_RECVERR = getattr(_host_socket, "IPV6_RECVERR", 25)
 MSG_ERRQUEUE = getattr(_host_socket, "MSG_ERRQUEUE", 0x2000)
 RETIRED_KEEP = 256  # recycled receive buffers stay mapped (and poisoned) this long
 POISON = 0xAF
@@ -128,13 +136,16 @@ def _loopback(address):
     return address.startswith("127.")
 
 
-def _udp_socket():
+def _udp_socket(family=IPV4):
     """A non-blocking host UDP socket that may broadcast and queues ICMP errors (IP_RECVERR)."""
-    sock = _host_socket.socket(_host_socket.AF_INET, _host_socket.SOCK_DGRAM)
+    sock = _host_socket.socket(family.host_family, _host_socket.SOCK_DGRAM)
     sock.setblocking(False)
     sock.setsockopt(_host_socket.SOL_SOCKET, _host_socket.SO_BROADCAST, 1)
     try:
-        sock.setsockopt(_host_socket.IPPROTO_IP, IP_RECVERR, 1)
+        if family is IPV4:
+            sock.setsockopt(_host_socket.IPPROTO_IP, IP_RECVERR, 1)
+        else:
+            sock.setsockopt(_host_socket.IPPROTO_IPV6, IPV6_RECVERR, 1)
     except (OSError, IOError):
         pass  # not Linux: ICMP errors reach only what the host reports on its own
     return sock
@@ -156,23 +167,24 @@ class _Delivered(object):
     def __init__(self, child, datagram):
         self.child = child
         data = datagram.data
+        driver = child.driver
         # Several fragments when IP reassembled the datagram from several frames (facts 4.2).
-        pieces, offset, first = [], 0, IP4_FRAGMENT_PAYLOAD - 8
+        pieces, offset, first = [], 0, driver.FRAGMENT_PAYLOAD - 8
         while offset < len(data) or not pieces:
-            size = first if not pieces else IP4_FRAGMENT_PAYLOAD
+            size = first if not pieces else driver.FRAGMENT_PAYLOAD
             pieces.append(data[offset:offset + size])
             offset += size
         self.buffers = [ctypes.create_string_buffer(piece, max(len(piece), 1)) for piece in pieces]
-        self.rx = efidefs.udp4_receive_data(len(pieces))()
+        self.rx = driver.receive_data(len(pieces))()
         self.rx.DataLength = len(data)
         self.rx.FragmentCount = len(pieces)
         for entry, piece, buf in zip(self.rx.FragmentTable, pieces, self.buffers):
             entry.FragmentLength = len(piece)
             entry.FragmentBuffer = ctypes.addressof(buf)
         session = self.rx.UdpSession
-        session.SourceAddress = efidefs.ipv4(datagram.source)
+        session.SourceAddress = driver.family.struct(datagram.source)
         session.SourcePort = datagram.sport
-        session.DestinationAddress = efidefs.ipv4(datagram.destination)
+        session.DestinationAddress = driver.family.struct(datagram.destination)
         session.DestinationPort = datagram.dport
         self.address = ctypes.addressof(self.rx)
         self.event = 0
@@ -206,7 +218,7 @@ class _HostPort(object):
         self.address, self.port = address, port
         self.broadcast = broadcast  # bound to WIRE_BROADCAST: receives the wire's broadcasts
         self.children = []  # type: list
-        self.sock = _udp_socket()
+        self.sock = _udp_socket(driver.family)
         if broadcast:
             self.sock.setsockopt(_host_socket.SOL_SOCKET, _host_socket.SO_REUSEADDR, 1)
         try:
@@ -227,14 +239,15 @@ class _HostPort(object):
         if self.sock is None:
             return False
         try:
-            quoted, (destination, dport) = self.sock.recvfrom(UDP4_MAX_DATA_SIZE, MSG_ERRQUEUE)[:2]
+            quoted, quoted_to = self.sock.recvfrom(UDP4_MAX_DATA_SIZE, MSG_ERRQUEUE)[:2]
         except (OSError, IOError):
             pass
         else:
+            destination, dport = quoted_to[:2]  # AF_INET6 names have four parts
             self.driver.icmp_error(self, destination, dport, S.EFI_PORT_UNREACHABLE)
             return True
         try:
-            data, (source, sport) = self.sock.recvfrom(65535)
+            data, peer = self.sock.recvfrom(65535)
         except (OSError, IOError) as exc:
             code = _errno(exc)
             if code in (errno.EAGAIN, errno.EWOULDBLOCK):
@@ -243,6 +256,7 @@ class _HostPort(object):
                 self.driver.icmp_error(self, None, None, ICMP_STATUS[code])
                 return True
             return False
+        source, sport = peer[:2]
         destination = LIMITED_BROADCAST if self.broadcast else self.address
         self.driver.demultiplex(_Datagram(data, source, sport, destination, self.port))
         return True
@@ -264,9 +278,9 @@ class Udp4Child(object):
         self.address = ctypes.addressof(self.interface)
         self.configured = False
         self.no_mapping = False
-        self.config = efidefs.EFI_UDP4_CONFIG_DATA()  # as stored: real station, mask and port
-        self.station, self.mask, self.port = "0.0.0.0", "0.0.0.0", 0
-        self.remote, self.rport = "0.0.0.0", 0
+        self.config = driver.CONFIG_DATA()  # as stored: real station, mask and port
+        self.station, self.mask, self.port = driver.family.any, "0.0.0.0", 0
+        self.remote, self.rport = driver.family.any, 0
         self.routes = []  # type: list   # the IP child's own routes [(subnet, mask, gateway)]
         self.groups = []  # type: list
         self.ports = []  # type: list   # _HostPort objects this child is bound through
@@ -290,17 +304,30 @@ class Udp4Child(object):
             return False
         if self.rport and datagram.sport != self.rport:
             return False
-        if self.remote != "0.0.0.0" and datagram.source != self.remote:
+        wildcard = self.driver.family.any
+        if self.remote != wildcard and datagram.source != self.remote:
             return False
-        if self.station == "0.0.0.0" or datagram.destination == self.station:
+        if self.station == wildcard or datagram.destination == self.station:
             return True
-        if datagram.destination == LIMITED_BROADCAST and cfg.AcceptBroadcast:
+        if datagram.destination == LIMITED_BROADCAST and getattr(cfg, "AcceptBroadcast", False):
             return True
         return datagram.destination in self.groups
 
 
 class Udp4Driver(ServiceBinding):
-    """Udp4Dxe on one NIC: the service binding, its children, their host sockets."""
+    """Udp4Dxe on one NIC: the service binding, its children, their host sockets.
+
+    udp6.Udp6Driver subclasses it with the class attributes below and its own entry points for
+    what reads family-specific structures."""
+
+    SERVICE_BINDING = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL  # type: type
+    PROTOCOL = efidefs.EFI_UDP4_PROTOCOL  # type: type
+    CONFIG_DATA = efidefs.EFI_UDP4_CONFIG_DATA  # type: type
+    LEDGER_PREFIX = "udp4"
+    ETHER_TYPE = 0x0800
+    FRAGMENT_PAYLOAD = IP4_FRAGMENT_PAYLOAD
+    family = IPV4
+    receive_data = staticmethod(efidefs.udp4_receive_data)
 
     def __init__(self, machine):
         self.machine = machine
@@ -311,44 +338,49 @@ class Udp4Driver(ServiceBinding):
         self._retired = []  # type: list   # interfaces and recycled buffers stay mapped
         self.host_ports = {}  # type: dict   # (address, port, broadcast) -> _HostPort
         self._by_event = {}  # type: dict   # RecycleSignal event -> _Delivered
-        self._delayed = []  # type: list   # [(due, child, token, status)] under the delay fault
+        self._delayed = HeldCompletions()  # completions held back under delay/reorder/burst (faults.py)
         # Udp4DriverEntryPoint: mUdp4RandomPort = NET_RANDOM (seed) % UDP4_PORT_KNOWN + UDP4_PORT_KNOWN
         self.next_port = UDP4_PORT_KNOWN + random.Random(machine.config.seed + 17).randrange(1 << 16) \
             % UDP4_PORT_KNOWN
         self._recycle_notify = uefi.EFI_EVENT_NOTIFY(self._on_recycle)
-        self.install_service_binding(efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL, efidefs.EFI_UDP4_PROTOCOL)
-        FIRMWARE.add_periodic(UDP4_TIMEOUT_INTERVAL, uefi.TPL_CALLBACK, self.check_timeout, "Udp4CheckTimeout")
+        self.install_service_binding(self.SERVICE_BINDING, self.PROTOCOL)
+        self._timeout_work = self.check_timeout  # one bound method, so remove_periodic finds it
+        FIRMWARE.add_periodic(UDP4_TIMEOUT_INTERVAL, uefi.TPL_CALLBACK, self._timeout_work, "UdpCheckTimeout")
 
     @property
     def faults(self):
         return getattr(self.machine, "faults", None)
 
+    def refuse_create(self):
+        faults = self.faults
+        return faults is not None and faults.take_create_fail()  # fault: Udp4CreateChild's allocation failed
+
     # ------------------------------------------------------------------ bookkeeping
     def ledger(self):
         with FIRMWARE.lock:
             return {
-                "udp4_children": len(self.children),
-                "udp4_tokens": sum(len(c.tokens) for c in self.children.values()) + len(self._delayed),
-                "udp4_unrecycled": len(self._by_event),
+                self.LEDGER_PREFIX + "_children": len(self.children),
+                self.LEDGER_PREFIX + "_tokens": sum(len(c.tokens) for c in self.children.values()) + len(self._delayed),
+                self.LEDGER_PREFIX + "_unrecycled": len(self._by_event),
             }
 
     def shutdown(self):
         with FIRMWARE.lock:
-            FIRMWARE.remove_periodic(self.check_timeout)
+            FIRMWARE.remove_periodic(self._timeout_work)
             for port in list(self.host_ports.values()):
                 port.close()
             self.host_ports.clear()
-            self._delayed = []
+            self._delayed.clear()
         self.uninstall_service_binding()
 
     # ------------------------------------------------------------------ token completion
     def complete(self, child, token, status):
-        """Write Status and signal the token's event (after the delay fault, if any)."""
+        """Write Status and signal the token's event (later, under the completion faults)."""
         if token in child.tokens:
             child.tokens.remove(token)
-        delay = getattr(self.faults, "delay", 0) if self.faults is not None else 0
-        if delay:
-            self._delayed.append((_now() + delay, child, token, status))
+        faults = self.faults
+        if faults is not None and faults.holds_completions():
+            self._delayed.hold(faults, child, token, status, _now())
             return
         self._signal(token, status)
 
@@ -359,14 +391,11 @@ class Udp4Driver(ServiceBinding):
         FIRMWARE.signal(completion.Event)
 
     def deliver_delayed(self, child=None):
+        """Signal held completions that are due (all of ``child``'s, when it is torn down)."""
         if not self._delayed:
             return
-        now = _now()
-        due = [d for d in self._delayed if d[1] is child or (child is None and d[0] <= now)]
-        if due:
-            self._delayed = [d for d in self._delayed if d not in due]
-            for _, _, token, status in due:
-                self._signal(token, status)
+        for token, status in self._delayed.release(self.faults, _now(), owner=child):
+            self._signal(token, status)
 
     def token_exists(self, child, token):
         """Udp4TokenExist over TxTokens and RxTokens: the same token or the same event."""
@@ -381,7 +410,7 @@ class Udp4Driver(ServiceBinding):
         child = Udp4Child(self)
         self.children[child.handle] = child
         self._by_interface[child.address] = child
-        FIRMWARE.install_protocol(child.handle, efidefs.EFI_UDP4_PROTOCOL_GUID, child.address)
+        FIRMWARE.install_protocol(child.handle, self.PROTOCOL.guid, child.address)
         return child
 
     def destroy(self, child):
@@ -391,7 +420,7 @@ class Udp4Driver(ServiceBinding):
         self.children.pop(child.handle, None)
         self._by_interface.pop(child.address, None)
         self._retired.append(child.interface)
-        FIRMWARE.uninstall_protocol(child.handle, efidefs.EFI_UDP4_PROTOCOL_GUID)
+        FIRMWARE.uninstall_protocol(child.handle, self.PROTOCOL.guid)
 
     def cancel_tokens(self, child, token=0):
         """Udp4InstanceCancelToken: EFI_ABORTED for ``token`` (0: all). True if one was found."""
@@ -439,14 +468,18 @@ class Udp4Driver(ServiceBinding):
 
     def host_address(self, child_station):
         """Where the child's host socket binds: its station, or the NIC's address for 0.0.0.0."""
-        if child_station != "0.0.0.0":
+        if child_station != self.family.any:
             return child_station
+        return self.default_address()
+
+    def default_address(self):
+        """The NIC's address for an instance bound to the wildcard (None: there is none)."""
         return self.nic.ip4.address
 
     def attach(self, child, address, port):
         """Bind ``child`` to the host socket(s) of (address, port). False if the host refuses."""
         host = self.host_address(address)
-        if host is None or not _loopback(host):
+        if host is None or not self.family.reachable(host):
             return True  # not reachable from the host: bound, but nothing ever arrives
         key = (host, port, False)
         hp = self.host_ports.get(key)
@@ -460,7 +493,7 @@ class Udp4Driver(ServiceBinding):
             self.host_ports[key] = hp
         hp.children.append(child)
         child.ports.append(hp)
-        if child.config.AcceptBroadcast or address == "0.0.0.0":
+        if self.family is IPV4 and (child.config.AcceptBroadcast or address == "0.0.0.0"):
             key = (WIRE_BROADCAST, port, True)
             bp = self.host_ports.get(key)
             if bp is None:
@@ -548,7 +581,7 @@ class Udp4Driver(ServiceBinding):
         for child in host_port.children:
             if not child.configured:
                 continue
-            if destination is not None and child.remote != "0.0.0.0" and child.remote != destination:
+            if destination is not None and child.remote != self.family.any and child.remote != destination:
                 continue
             if dport is not None and child.rport and child.rport != dport:
                 continue
@@ -583,20 +616,20 @@ class Udp4Driver(ServiceBinding):
         destination, dport = tx.destination, tx.dport
         if destination == LIMITED_BROADCAST:
             destination = WIRE_BROADCAST
-        if not _loopback(destination):
+        if not self.family.reachable(destination):
             return  # beyond the gateway: nothing on the loopback wire answers
         ports = getattr(self.nic, "dns_ports", {})
         if dport == 53 and ports.get(destination, 53) != 53:
             dport = ports[destination]  # the simulated DNS server's real port
         source = self.host_address(tx.source)
-        if source is None or not _loopback(source):
+        if source is None or not self.family.reachable(source):
             return
         hp = self.host_ports.get((source, tx.sport, False))
         try:
             if hp is not None:
                 hp.sock.sendto(data, (destination, dport))
                 return
-            sock = _udp_socket()
+            sock = _udp_socket(self.family)
             try:
                 sock.bind((source, tx.sport))  # tx.sport 0 (AcceptAnyPort): any host port
                 sock.sendto(data, (destination, dport))
@@ -674,11 +707,11 @@ class Udp4Driver(ServiceBinding):
         if config:
             ctypes.memmove(_address(config), ctypes.addressof(child.config), ctypes.sizeof(child.config))
         if ip4:
-            self.fill_ip4_mode(child, ip4.contents)
+            self.fill_ip_mode(child, ip4.contents)
         if mnp:
             m = mnp.contents
             ctypes.memset(ctypes.addressof(m), 0, ctypes.sizeof(m))
-            m.ProtocolTypeFilter = 0x0800
+            m.ProtocolTypeFilter = self.ETHER_TYPE
             m.EnableUnicastReceive = m.EnableBroadcastReceive = m.FlushQueuesOnReset = True
         if snp:
             mode = snp.contents
@@ -692,7 +725,7 @@ class Udp4Driver(ServiceBinding):
             mode.MediaPresentSupported = mode.MediaPresent = True
         return S.EFI_SUCCESS
 
-    def fill_ip4_mode(self, child, mode):
+    def fill_ip_mode(self, child, mode):
         ctypes.memset(ctypes.addressof(mode), 0, ctypes.sizeof(mode))
         mode.IsStarted = child.configured or child.no_mapping
         mode.MaxPacketSize = MAX_PACKET_SIZE
@@ -762,6 +795,10 @@ class Udp4Driver(ServiceBinding):
                     pass
                 return S.EFI_NO_MAPPING
             station, mask = self.nic.ip4.address, self.nic.ip4.netmask
+        return self.apply_config(child, cfg, station, mask, remote)
+
+    def apply_config(self, child, cfg, station, mask, remote):
+        """The family-independent end of Configure, once the station address is known."""
         child.no_mapping = False
         ctypes.memmove(ctypes.addressof(child.config), ctypes.addressof(cfg), ctypes.sizeof(cfg))
         child.station, child.mask = station, mask
@@ -769,14 +806,19 @@ class Udp4Driver(ServiceBinding):
         if status != S.EFI_SUCCESS:
             return status  # the IP child is reset; nothing is configured
         child.port = port
-        child.config.StationAddress = efidefs.ipv4(station)  # the real ones, for GetModeData
-        child.config.SubnetMask = efidefs.ipv4(mask)
-        child.config.StationPort = port
+        self.store_station(child.config, station, mask, port)
         child.remote, child.rport = remote, cfg.RemotePort
         child.routes = []
         child.configured = True
         child.icmp_error = S.EFI_SUCCESS
         return S.EFI_SUCCESS
+
+    @staticmethod
+    def store_station(config, station, mask, port):
+        """The real station address, mask and port, for GetModeData."""
+        config.StationAddress = efidefs.ipv4(station)
+        config.SubnetMask = efidefs.ipv4(mask)
+        config.StationPort = port
 
     @staticmethod
     def reconfigurable(old, new):
@@ -810,10 +852,10 @@ class Udp4Driver(ServiceBinding):
 
     # ------------------------------------------------------------------ Groups / Routes
     def groups(self, child, join, address):
-        group = _ip(address.contents) if address else None
-        if join and (group is None or not _multicast(group)):
+        group = self.family.text(address.contents) if address else None
+        if join and (group is None or not self.multicast(group)):
             return S.EFI_INVALID_PARAMETER
-        if not join and group is not None and not _multicast(group):
+        if not join and group is not None and not self.multicast(group):
             return S.EFI_INVALID_PARAMETER
         status = self.state_status(child)
         if status != S.EFI_SUCCESS:
@@ -830,6 +872,10 @@ class Udp4Driver(ServiceBinding):
             return S.EFI_NOT_FOUND
         child.groups.remove(group)
         return S.EFI_SUCCESS
+
+    @staticmethod
+    def multicast(address):
+        return _multicast(address)
 
     def routes(self, child, delete, subnet, mask, gateway):
         status = self.state_status(child)
@@ -887,16 +933,9 @@ class Udp4Driver(ServiceBinding):
         count = head.FragmentCount
         if count == 0:
             return S.EFI_INVALID_PARAMETER, None
-        table = efidefs.udp4_transmit_data(count).from_address(tx_address).FragmentTable
-        fragments, total = [], 0
-        for entry in table:
-            # EDK2 quirk (Udp4Dxe, facts 4.2): a zero-length fragment is invalid, so a zero-length
-            # datagram cannot be sent at all.
-            if entry.FragmentLength == 0 or not entry.FragmentBuffer:
-                return S.EFI_INVALID_PARAMETER, None
-            fragments.append((entry.FragmentBuffer, entry.FragmentLength))
-            total += entry.FragmentLength
-        if total != head.DataLength:
+        fragments = self.read_fragments(efidefs.udp4_transmit_data(count).from_address(tx_address).FragmentTable,
+                                        head.DataLength)
+        if fragments is None:
             return S.EFI_INVALID_PARAMETER, None
         gateway = None
         if head.GatewayAddress:
@@ -931,6 +970,19 @@ class Udp4Driver(ServiceBinding):
         tx = _Transmit(0, fragments, source, sport, destination, dport)
         tx.gateway = gateway
         return S.EFI_SUCCESS, tx
+
+    @staticmethod
+    def read_fragments(table, data_length):
+        """[(address, length)] of a transmit FragmentTable, or None: EFI_INVALID_PARAMETER."""
+        fragments, total = [], 0
+        for entry in table:
+            # EDK2 quirk (Udp4Dxe/Udp6Dxe, facts 4.2): a zero-length fragment is invalid, so a
+            # zero-length datagram cannot be sent at all.
+            if entry.FragmentLength == 0 or not entry.FragmentBuffer:
+                return None
+            fragments.append((entry.FragmentBuffer, entry.FragmentLength))
+            total += entry.FragmentLength
+        return fragments if total == data_length else None
 
     # ------------------------------------------------------------------ Receive / Cancel / Poll
     def receive(self, child, token_pointer):
