@@ -31,6 +31,8 @@ from test_socket_api import HostListener, connected_pair, recv_exactly
 net = test_socket_api.net
 
 MODES = ["trampoline", "check-event", "efi-hook"]
+# The torture subset (CI: ``-m torture`` under PYTHONMALLOC=debug BITSNET_GC_TORTURE=N).
+pytestmark = pytest.mark.torture
 WITNESS_BYTES = 256 * 1024
 
 

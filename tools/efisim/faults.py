@@ -16,7 +16,7 @@ Plan grammar::
     "burst=200"              completions held until 200 are waiting, then signalled in one tick
     "mixed,burst=300"        mixed, with bigger bursts
 
-Completions (TCP4 all three; UDP4 ``delay`` only):
+Completions (TCP4 and UDP4, through ``HeldCompletions``):
 ``delay=<s>``            every token completion is signalled that much later
 ``reorder=<s>``          each completion is held a further random 0..s: completions of different
                          children overtake one another (one child's stay FIFO, as EDK2 signals them)
@@ -28,7 +28,10 @@ Completions (TCP4 all three; UDP4 ``delay`` only):
 Calls failing:
 ``tx_fail=<n>``          the next n Transmit calls return EFI_OUT_OF_RESOURCES (TCP4, UDP4)
 ``tx_fail_rate=<p>``     each Transmit returns EFI_OUT_OF_RESOURCES with probability p (TCP4, UDP4)
-``create_fail=<n>``      the next n TCP4 CreateChild calls return EFI_OUT_OF_RESOURCES
+``create_fail=<n>``      the next n TCP4 or UDP4 CreateChild calls return EFI_OUT_OF_RESOURCES
+``event_fail=<n>``       the next n CreateEvent calls return EFI_OUT_OF_RESOURCES (EDK2's
+                         CoreCreateEventInternal when its AllocateZeroPool fails); the boot
+                         services consult ``take_event_fail`` (firmware.py)
 ``poll_fail=<p>``        TCP4 Poll pulls nothing and returns EFI_NOT_READY, EFI_TIMEOUT or
                          EFI_DEVICE_ERROR with probability p. Hostile, NOT EDK2: TcpDxe's Poll
                          always returns EFI_SUCCESS (facts 3.3), so it is not part of ``mixed``
@@ -50,6 +53,10 @@ DHCP (IP4 Config2):
 Not modelled, on purpose: a TCP Transmit that "completes short". EDK2 signals a TCP4 Transmit
 token only once every byte of it was segmented (facts 3.3 Transmit); there is no partial
 completion to model. (A caller that *offers* little at a time is the caller's business.)
+
+Named plans (``PLANS``; ``PLAN_NAMES`` is the list tests run over): ``late``, ``reordered``,
+``bursts``, ``split`` (frames of 1..536 bytes), ``coalesced``, ``tx_failing``, the hostile
+``poll_failing`` and ``mixed``; e.g. ``--faults split --seed 3``.
 
 ``mixed`` is ``reorder=0.02,burst=200,burst_wait=0.05,rx_piece=1,rx_coalesce=16384,
 tx_fail_rate=0.05``: late, reordered and bunched completions, received data both split and
@@ -86,13 +93,29 @@ _KINDS = {
     "connect_timeout": float,
     "no_dhcp": bool,
     "dhcp_late": float,
+    "event_fail": int,
 }
 _PROBABILITIES = ("tx_fail_rate", "poll_fail")
+# Each kind's stream salt: new kinds go at the end, so that a seed keeps giving the same faults.
+_SALTS = ("accept_reset", "burst", "burst_wait", "connect_timeout", "create_fail", "delay", "dhcp_late",
+          "no_dhcp", "poll_fail", "reorder", "reset_after", "rx_coalesce", "rx_piece", "tx_fail",
+          "tx_fail_rate", "event_fail")
 
-# The faults a correct program survives with no error reaching its user (module docstring).
+# Named plans. Every one but ``poll_failing`` is a fault a correct program survives with no
+# error reaching its user (module docstring); ``mixed`` combines them all.
 PLANS = {
     "mixed": "reorder=0.02,burst=200,burst_wait=0.05,rx_piece=1,rx_coalesce=16384,tx_fail_rate=0.05",
+    "late": "delay=0.03",
+    "reordered": "reorder=0.05",
+    "bursts": "burst=100,burst_wait=0.05",
+    "split": "rx_piece=1,rx_coalesce=536",
+    "coalesced": "rx_coalesce=65536",
+    "tx_failing": "tx_fail_rate=0.2",
+    "poll_failing": "poll_fail=0.3",
 }
+# The plans under which data must arrive intact and every timeout must hold (issue 7 items 4, 5):
+# all of them, the hostile ``poll_failing`` included (bitsnet must not trust Poll's status).
+PLAN_NAMES = ("late", "reordered", "bursts", "split", "coalesced", "tx_failing", "poll_failing", "mixed")
 
 # What a failing Poll returns: the statuses the spec lists for Poll besides EFI_SUCCESS.
 POLL_ERRORS = (uefi.EFI_NOT_READY, uefi.EFI_TIMEOUT, uefi.EFI_DEVICE_ERROR)
@@ -122,6 +145,7 @@ class Faults(object):
         self.connect_timeout = 0.0  # 0: the configured ConnectionTimeout
         self.no_dhcp = False
         self.dhcp_late = 0.0
+        self.event_fail = 0  # CreateEvent calls still to fail
         self.injected = {}  # type: dict   # fault name -> times it happened
 
     def configure(self, plan):
@@ -161,7 +185,7 @@ class Faults(object):
         e.g. whether the 7th Transmit fails does not depend on how many frames were split before."""
         rng = self._streams.get(name)
         if rng is None:
-            salt = sorted(_KINDS).index(name) + 1
+            salt = _SALTS.index(name) + 1
             rng = self._streams[name] = random.Random(self.seed * 1000003 + salt)
         return rng
 
@@ -185,6 +209,15 @@ class Faults(object):
             return False
         self.create_fail -= 1
         self._count("create_fail")
+        return True
+
+    def take_event_fail(self):
+        # type: () -> bool
+        """True if this CreateEvent must fail with EFI_OUT_OF_RESOURCES (CoreAllocatePool failed)."""
+        if self.event_fail <= 0:
+            return False
+        self.event_fail -= 1
+        self._count("event_fail")
         return True
 
     def take_poll_fail(self):

@@ -123,6 +123,7 @@ class Firmware(object):
             self.ledger_sources = []  # type: list  # callables returning {name: count}
             self.crashes = []  # type: list
             self.stats = {"notifies": 0, "ticks": 0, "deferred_ticks": 0}
+            self.faults = None  # the booted machine's faults.Faults: CreateEvent consults it
             # The application's own image handle carries EFI_LOADED_IMAGE_PROTOCOL.
             self.handles[self.image_handle] = {LOADED_IMAGE_PROTOCOL_GUID: self._loaded_image}
         self.timer_running = timer_running
@@ -376,6 +377,8 @@ class Firmware(object):
             if not notify or not (uefi.TPL_APPLICATION < tpl < uefi.TPL_HIGH_LEVEL):
                 return uefi.EFI_INVALID_PARAMETER
             function = uefi.EFI_EVENT_NOTIFY(ctypes.cast(notify, c_void_p).value)
+        if self.faults is not None and self.faults.take_event_fail():
+            return uefi.EFI_OUT_OF_RESOURCES  # fault `event_fail`: EDK2's pool is exhausted
         with self.lock:
             handle = ctypes.addressof(self._cell(ctypes.c_uint64))
             self.events[handle] = _Event(handle, event_type, tpl, function, context or 0)
