@@ -110,6 +110,11 @@ def install():
             _RETIRED.append(module)
     sys.modules["_socket"] = bitsnet_socket
     sys.modules["select"] = bitsnet_select
+    try:
+        # has_ipv6 (see _socket): one LocateHandle, before socket.py copies the value below.
+        bitsnet_socket._probe_ipv6()
+    except Exception:
+        bitsnet_socket.has_ipv6 = False  # no firmware to ask (a host without efi): stays False
     for name in _SOCKET_MODULES:
         if replaced.get(name) is not None:
             __import__(name)
@@ -128,6 +133,7 @@ def configure(address, netmask, gateway=None, dns=()):
 
 
 def interfaces():
-    """A list of dicts {name, mac, address, netmask, gateway, dns}, one per NIC."""
+    """A list of dicts {name, mac, address, netmask, gateway, dns, ipv6}, one per NIC; ipv6 is
+    a list of (address, prefix length) from IP6 Config, empty when the firmware has no IPv6."""
     from bitsnet import ipconfig
     return ipconfig.interfaces()

@@ -2,7 +2,8 @@
 
 Install it as ``sys.modules['_socket']`` (``bitsnet.install()`` does) and the stock ``socket``
 module, and everything above it (httplib/http.client, urllib2/urllib.request, SocketServer,
-BaseHTTPServer, selectors...), runs unchanged over the firmware's TCP4 protocol.
+BaseHTTPServer, selectors...), runs unchanged over the firmware's TCP4/UDP4 (and TCP6/UDP6)
+protocols.
 
 Contents, in file order:
 
@@ -34,10 +35,15 @@ data is dropped. EFI TCP4 has only a full close (facts 3.5), so ``SHUT_WR`` and 
 both start the graceful close (our FIN): data that had already arrived can still be read, then
 ``recv`` returns ``b''``; whatever the peer sends after our FIN is not delivered.
 
-Not supported (the error CPython gives for an unsupported feature): IPv6 sockets
-(EAFNOSUPPORT), datagram sockets until ``bitsnet/udp.py`` provides ``UdpEndpoint``
-(EPROTONOSUPPORT), ``MSG_OOB`` (EOPNOTSUPP), unknown socket options (ENOPROTOOPT), names other
-than IP literals and ``localhost`` until a resolver exists (``gaierror(EAI_NONAME)``).
+IPv6. AF_INET6 sockets run over EFI_TCP6/UDP6 when the NIC has them (``has_ipv6``; otherwise
+``socket(AF_INET6)`` fails with EAFNOSUPPORT, as on a Linux without IPv6), with Python's
+(host, port, flowinfo, scope_id) tuples; what differs between the families is in ``family.py``.
+EFI's IPv4 and IPv6 stacks are separate drivers, so an AF_INET6 socket never carries IPv4:
+IPV6_V6ONLY reads 1 and setting it to 0 fails (EOPNOTSUPP), which makes
+``socket.has_dualstack_ipv6()`` False and leaves http.server's DualStackServer serving IPv6.
+
+Not supported (the error CPython gives for an unsupported feature): ``MSG_OOB`` (EOPNOTSUPP),
+unknown socket options (ENOPROTOOPT), AF_UNIX and raw sockets (EAFNOSUPPORT / EINVAL).
 """
 
 from __future__ import absolute_import
@@ -52,6 +58,7 @@ import efi as _efi
 from bitsnet import buffers as _buffers
 from bitsnet import errors as _errors
 from bitsnet import events as _events
+from bitsnet import family as _families
 
 error = _errors.error
 herror = _errors.herror
@@ -61,7 +68,7 @@ timeout = _errors.timeout
 # --- Constants (Linux values) ----------------------------------------------------------------
 AF_UNSPEC = 0
 AF_INET = 2
-AF_INET6 = 10  # defined so that code can name it; sockets of this family are not supported yet
+AF_INET6 = 10  # over EFI_TCP6/UDP6 when the firmware has them (see has_ipv6)
 SOCK_STREAM = 1
 SOCK_DGRAM = 2
 IPPROTO_IP = 0
@@ -117,6 +124,13 @@ INADDR_ANY = 0
 INADDR_BROADCAST = 0xffffffff
 INADDR_LOOPBACK = 0x7f000001
 INADDR_NONE = 0xffffffff
+EAI_ADDRFAMILY = -9
+# CPython's has_ipv6 is a constant: "built with IPv6". Here it says whether the firmware has
+# TCP6, which only the firmware knows, and bitsnet touches no firmware at import: it is False
+# at import, set by bitsnet.install() (one LocateHandle for the TCP6 service binding -- no
+# ConnectController, no DHCP) and kept current whenever an AF_INET6 socket or an AF_UNSPEC
+# name lookup asks the NIC (``_ipv6_available``). socket.py copies it when it is imported,
+# which install() arranges to happen after the probe.
 has_ipv6 = False
 
 # fileno() numbers start high so they are never mistaken for stdin/stdout/stderr (or any real
@@ -131,6 +145,7 @@ _GAI_MESSAGES = {
     EAI_SOCKTYPE: "ai_socktype not supported",
     EAI_BADFLAGS: "Bad value for ai_flags",
     EAI_AGAIN: "Temporary failure in name resolution",
+    EAI_ADDRFAMILY: "Address family for hostname not supported",
 }
 
 # The services table a firmware has no /etc/services for: name -> (port, protocols).
@@ -283,18 +298,42 @@ def lookup(fd):
     return _fds.get(fd)
 
 
+def _ipv6_available():
+    # type: () -> bool
+    """Whether the NIC has TCP6 (asks the firmware; updates ``has_ipv6``)."""
+    global has_ipv6
+    from bitsnet import nic
+    try:
+        has_ipv6 = nic.default_nic().has_ipv6()
+    except error:
+        has_ipv6 = False
+    return has_ipv6
+
+
+def _probe_ipv6():
+    """For bitsnet.install(): TCP6 service bindings present? One LocateHandle, nothing else."""
+    global has_ipv6
+    from bitsnet import nic
+    has_ipv6 = nic.ipv6_present()
+    return has_ipv6
+
+
 def _new_endpoint(family, type, proto):
     """The endpoint class for (family, type), imported on first use (no firmware at import)."""
     family, type, proto = _int(family), _int(type), _int(proto)
-    if not 0 <= proto <= 255 or type not in (SOCK_STREAM, SOCK_DGRAM) and family == AF_INET:
+    if not 0 <= proto <= 255 or type not in (SOCK_STREAM, SOCK_DGRAM) and family in (AF_INET, AF_INET6):
         raise _error(_errno.EINVAL)  # Linux: an unknown type or an impossible protocol number
-    if family != AF_INET:
+    if family not in (AF_INET, AF_INET6):
         raise _error(_errno.EAFNOSUPPORT)
+    if family == AF_INET6 and not _ipv6_available():
+        # What Linux booted with ipv6.disable=1 says: the firmware has no TCP6/UDP6 on the NIC.
+        raise _error(_errno.EAFNOSUPPORT, "Address family not supported by protocol (no EFI TCP6 in this firmware)")
+    fam = _families.of(family)
     if type == SOCK_STREAM:
         if proto not in (0, IPPROTO_TCP):
             raise _error(_errno.EPROTONOSUPPORT)
         from bitsnet import tcp
-        return tcp.TcpEndpoint()
+        return tcp.TcpEndpoint(fam)
     if type == SOCK_DGRAM:
         if proto not in (0, IPPROTO_UDP):
             raise _error(_errno.EPROTONOSUPPORT)
@@ -303,7 +342,7 @@ def _new_endpoint(family, type, proto):
             endpoint_class = udp.UdpEndpoint
         except (ImportError, AttributeError):
             raise _error(_errno.EPROTONOSUPPORT, "UDP is not supported yet")
-        return endpoint_class()
+        return endpoint_class(fam)
     raise _error(_errno.ESOCKTNOSUPPORT if hasattr(_errno, "ESOCKTNOSUPPORT") else _errno.EINVAL)
 
 
@@ -350,6 +389,35 @@ def _inet_address(address, who):
     host = _text(host)
     port = _port_number(port, who + "()")
     return _host_address(host, passive=True), port
+
+
+def _inet6_address(address, who):
+    """An AF_INET6 socket address (host, port[, flowinfo[, scope_id]]) -> (host, port), as
+    CPython checks it; names resolve to their AAAA address. flowinfo and scope_id are checked
+    and then dropped: EFI_TCP6/UDP6 have neither (one NIC, no flow labels)."""
+    if not isinstance(address, tuple):
+        raise TypeError("%s(): AF_INET6 address must be tuple, not %s" % (who, type(address).__name__))
+    if not 2 <= len(address) <= 4:
+        raise TypeError("AF_INET6 address must be a tuple (host, port[, flowinfo[, scopeid]])")
+    host, port = _text(address[0]), _port_number(address[1], who + "()")
+    flowinfo = _int(address[2]) if len(address) > 2 else 0
+    if len(address) > 3:
+        _int(address[3], "", (0, 2 ** 32 - 1))
+    if not 0 <= flowinfo <= 0xfffff:
+        raise OverflowError("%s(): flowinfo must be 0-1048575." % who)
+    if host == "":
+        return "::", port
+    literal = _families.ipv6_literal(host)
+    if literal is not None:
+        return literal, port
+    return getaddrinfo(host, port, AF_INET6)[0][4][0], port
+
+
+def _sockaddr(family, address, who):
+    """A socket address of ``family`` -> the (host, port) an endpoint takes."""
+    if family == AF_INET6:
+        return _inet6_address(address, who)
+    return _inet_address(address, who)
 
 
 def _text(host):
@@ -399,9 +467,10 @@ def _resolve_name(name):
 class socket(object):
     """socket(family=AF_INET, type=SOCK_STREAM, proto=0, fileno=None) -> socket object
 
-    A TCP/IPv4 socket over the firmware's EFI_TCP4_PROTOCOL (see the module docstring). With
-    ``fileno``, the new object takes over an fd returned by ``_accept()``, ``dup()`` or
-    ``detach()``. Dropping the last reference closes it gracefully."""
+    A TCP or UDP socket over the firmware's EFI_TCP4/UDP4 (AF_INET) or EFI_TCP6/UDP6 (AF_INET6)
+    protocols (see the module docstring). With ``fileno``, the new object takes over an fd
+    returned by ``_accept()``, ``dup()`` or ``detach()``. Dropping the last reference closes
+    it gracefully."""
 
     # No __weakref__ and no __dict__: 3.x's socket.socket adds its own slots to this base.
     __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto")
@@ -533,13 +602,20 @@ class socket(object):
     def _deadline(self):
         return None if self._timeout is None else _events.clock() + self._timeout
 
+    def _out(self, address):
+        """An endpoint's (host, port) as this family shows it: AF_INET6 has 4-tuples."""
+        if address is not None and self._family == AF_INET6:
+            return (address[0], address[1], 0, 0)
+        return address
+
     # -- connection set-up
     @_efi_guarded
     def bind(self, address):
         """bind(address)
 
-        Bind the socket to a local address, a pair (host, port); port 0 picks a free port."""
-        self._endpoint().bind(_inet_address(address, "bind"))
+        Bind the socket to a local address, a pair (host, port) -- for AF_INET6 (host, port[,
+        flowinfo[, scope_id]]); port 0 picks a free port."""
+        self._endpoint().bind(_sockaddr(self._family, address, "bind"))
 
     @_efi_guarded
     def listen(self, backlog=SOMAXCONN):
@@ -554,9 +630,9 @@ class socket(object):
         """connect(address)
 
         Connect the socket to a remote address, a pair (host, port)."""
-        err = self._connect(address)
-        if err:
-            raise _error(err)
+        failure = self._connect(address)
+        if failure is not None:
+            raise failure
 
     @_efi_guarded
     def connect_ex(self, address):
@@ -566,38 +642,41 @@ class socket(object):
         if self._descriptor is None:
             return _errno.EBADF
         try:
-            return self._connect(address)
-        except timeout:
-            return _errno.EWOULDBLOCK
+            failure = self._connect(address)
+        except timeout as exc:  # ours (no errno), or ETIMEDOUT (py3: OSError(ETIMEDOUT) is a TimeoutError)
+            return exc.errno or _errno.EWOULDBLOCK
+        return 0 if failure is None else failure.errno or _errno.EIO
 
     def _connect(self, address):
+        """None when connected, else the error to raise: connect() raises it whole, with the
+        firmware's explanation (DHCP gave up, CreateChild failed), connect_ex() returns its errno."""
         endpoint = self._endpoint()
-        remote = _inet_address(address, "connect")
+        remote = _sockaddr(self._family, address, "connect")
         if self._type == SOCK_DGRAM:  # only the default peer: nothing goes on the wire
             try:
                 endpoint.connect(remote)
             except error as exc:
-                return exc.errno or _errno.EIO
-            return 0
+                return exc
+            return None
         if endpoint.connected or endpoint.listening:
-            return _errno.EISCONN
+            return _error(_errno.EISCONN)
         if endpoint.connecting:
             if self._timeout == 0.0:
-                return _errno.EALREADY
+                return _error(_errno.EALREADY)
         else:
             try:
                 endpoint.connect_start(remote)
             except timeout:
                 raise
             except error as exc:
-                return exc.errno or _errno.EIO
+                return exc
         if endpoint.connecting:
             if self._timeout == 0.0:
-                return _errno.EINPROGRESS
+                return _error(_errno.EINPROGRESS)
             self._wait(endpoint, lambda: not endpoint.connecting, self._deadline())
         if endpoint.connected:
-            return 0
-        return endpoint.take_error() or _errno.ECONNABORTED
+            return None
+        return _error(endpoint.take_error() or _errno.ECONNABORTED)
 
     def _accept_endpoint(self):
         endpoint = self._endpoint()
@@ -617,7 +696,7 @@ class socket(object):
         """_accept() -> (integer fd, address): Python 3's socket.accept() builds on this."""
         child = self._accept_endpoint()
         descriptor = _Descriptor(child, self._family, self._type, self._proto)
-        return _register(descriptor), child.remote_address
+        return _register(descriptor), self._out(child.remote_address)
 
     def accept(self):
         """accept() -> (socket object, address info)
@@ -630,7 +709,7 @@ class socket(object):
     @_efi_guarded
     def getsockname(self):
         """getsockname() -> address info: the local (host, port)."""
-        return self._endpoint().local_address or ("0.0.0.0", 0)
+        return self._out(self._endpoint().local_address or (_families.of(self._family).wildcard, 0))
 
     @_efi_guarded
     def getpeername(self):
@@ -638,7 +717,7 @@ class socket(object):
         remote = self._endpoint().remote_address
         if remote is None:
             raise _error(_errno.ENOTCONN)
-        return remote
+        return self._out(remote)
 
     # (level, optname) -> the endpoint's option name; values are ints except SO_LINGER.
     _OPTIONS = {
@@ -668,6 +747,19 @@ class socket(object):
             onoff, seconds = _struct.unpack("ii", value[:8])
             self._descriptor.linger = (int(onoff != 0), seconds)
             endpoint.set_option("linger", self._descriptor.linger)
+            return
+        if (level, optname) == (IPPROTO_IPV6, IPV6_V6ONLY) and self._family == AF_INET6:
+            if not isinstance(value, _INT_TYPES):
+                if len(value) < 4:
+                    raise _error(_errno.EINVAL)
+                value = _struct.unpack("i", value[:4])[0]
+            if not value:
+                # EFI's TCP4 and TCP6 (UDP4 and UDP6) are separate drivers with separate port
+                # tables: an AF_INET6 socket never sees IPv4 traffic, so IPV6_V6ONLY is always 1.
+                # Refusing 0 keeps socket.has_dualstack_ipv6() truthful (False); http.server's
+                # DualStackServer ignores the error and serves IPv6 only.
+                raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI TCP6 never carries IPv4:"
+                                                " IPV6_V6ONLY is always 1)")
             return
         name = self._OPTIONS.get((level, optname))
         if name is None:
@@ -699,6 +791,8 @@ class socket(object):
             value = endpoint.take_error()
         elif (level, optname) == (SOL_SOCKET, SO_TYPE):
             value = self._type
+        elif (level, optname) == (IPPROTO_IPV6, IPV6_V6ONLY) and self._family == AF_INET6:
+            value = 1  # always (see setsockopt)
         else:
             name = self._OPTIONS.get((level, optname))
             if name is None:
@@ -740,14 +834,15 @@ class socket(object):
             raise ValueError("negative buffersize in recvfrom")
         buffer = bytearray(bufsize)
         n, source = self._recvfrom_into(buffer, bufsize, flags)
-        return bytes(buffer[:n]), source
+        return bytes(buffer[:n]), self._out(source)
 
     @_efi_guarded
     def recvfrom_into(self, buffer, nbytes=0, flags=0):
         """recvfrom_into(buffer[, nbytes[, flags]]) -> (nbytes, address info)"""
         nbytes = self._size(buffer, nbytes, "recvfrom_into")
         if self._type == SOCK_DGRAM:
-            return self._recvfrom_into(buffer, nbytes, _int(flags))
+            n, source = self._recvfrom_into(buffer, nbytes, _int(flags))
+            return n, self._out(source)
         return self._recv_into(buffer, nbytes, _int(flags)), None
 
     @staticmethod
@@ -874,7 +969,7 @@ class socket(object):
         For a connected TCP socket the address is checked and otherwise ignored."""
         flags = 0 if address is None else _int(flags_or_address)
         view = memoryview(_bytes_view(data))
-        remote = _inet_address(flags_or_address if address is None else address, "sendto")
+        remote = _sockaddr(self._family, flags_or_address if address is None else address, "sendto")
         return self._send(view, flags, self._deadline(), remote)
 
     @_efi_guarded
@@ -1103,15 +1198,17 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     """getaddrinfo(host, port [, family, type, proto, flags]) -> list of (family, type, proto,
     canonname, sockaddr)
 
-    IPv4 only: IP literals, "localhost", and None or "" (0.0.0.0 with AI_PASSIVE, otherwise
-    127.0.0.1); ports as numbers, numeric strings or service names (a built-in table)."""
+    Literals of both families (an IPv6 one may carry "%scope_id"), "localhost", names through
+    bitsnet.dns (A and, for AF_INET6 or AF_UNSPEC on a firmware with TCP6, AAAA: IPv6 first),
+    and None or "" (the wildcard with AI_PASSIVE, otherwise loopback; IPv4 first); ports as
+    numbers, numeric strings or service names (a built-in table)."""
     if host is not None and not isinstance(host, (str, bytes, bytearray)) and \
             not (_sys.version_info[0] < 3 and isinstance(host, unicode)):  # type: ignore[name-defined]  # noqa: F821
         raise TypeError("getaddrinfo() argument 1 must be string or None")
     if port is not None and not isinstance(port, _INT_TYPES + (str, bytes, _UNICODE)):
         raise error("Int or String expected")
     family, type, proto, flags = _int(family), _int(type), _int(proto), _int(flags)
-    if family not in (AF_UNSPEC, AF_INET):
+    if family not in (AF_UNSPEC, AF_INET, AF_INET6):
         raise gaierror(EAI_FAMILY, _GAI_MESSAGES[EAI_FAMILY])
     if type not in (0, SOCK_STREAM, SOCK_DGRAM):
         raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
@@ -1123,20 +1220,77 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
         raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
     port = _service_port(port, type, flags)
     if host is None or host == "" or host == b"":
-        address = "0.0.0.0" if flags & AI_PASSIVE else _LOCALHOST
+        # IPv4 first, as glibc orders the wildcards; IPv6 only when the firmware has it (the
+        # probe's answer: no firmware call here). EDK2 has no loopback interface (facts 3.10),
+        # so the non-passive answer matters on the simulator only; it is ordered the same way.
+        wanted = [AF_INET, AF_INET6] if family == AF_UNSPEC else [family]
+        addresses = [(af, _families.of(af).wildcard if flags & AI_PASSIVE else _families.of(af).loopback, 0)
+                     for af in wanted if af == AF_INET or family == AF_INET6 or has_ipv6]
     else:
-        host = _text(host)
-        literal = _parse_ipv4(host, strict=False)
-        if literal is not None:
-            address = inet_ntoa(literal)
-        elif flags & AI_NUMERICHOST:
-            raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-        else:
-            address = _resolve_name(host)
+        addresses = _host_addresses(_text(host), family, flags)
     canonname = str(host) if flags & AI_CANONNAME and host else ""
     kinds = [(SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)]
-    return [(AF_INET, kind, number, canonname, (address, port)) for kind, number in kinds
-            if type in (0, kind) and proto in (0, number)]
+    out = []  # type: list
+    for af, address, scope in addresses:
+        sockaddr = (address, port) if af == AF_INET else (address, port, 0, scope)
+        out.extend((af, kind, number, "", sockaddr) for kind, number in kinds
+                   if type in (0, kind) and proto in (0, number))
+    if out and canonname:
+        out[0] = out[0][:3] + (canonname,) + out[0][4:]  # glibc: only the first entry carries it
+    return out
+
+
+def _host_addresses(host, family, flags):
+    """[(family, address, scope_id)] for a host name or literal, in the order to try them."""
+    text, _, scope = host.partition("%")
+    literal6 = _families.pack_ipv6(text) if ":" in text else None
+    if literal6 is not None:
+        if family == AF_INET:
+            raise gaierror(EAI_ADDRFAMILY, _GAI_MESSAGES[EAI_ADDRFAMILY])
+        return [(AF_INET6, _families.format_ipv6(literal6), int(scope) if scope.isdigit() else 0)]
+    if scope:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    literal = _parse_ipv4(host, strict=False)
+    if literal is not None:
+        if family == AF_INET6:
+            if flags & AI_V4MAPPED:
+                return [(AF_INET6, "::ffff:" + inet_ntoa(literal), 0)]
+            raise gaierror(EAI_ADDRFAMILY, _GAI_MESSAGES[EAI_ADDRFAMILY])
+        return [(AF_INET, inet_ntoa(literal), 0)]
+    if flags & AI_NUMERICHOST:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    local = host.lower().rstrip(".") in _HOSTS
+    if family == AF_INET or (family == AF_UNSPEC and (local or not _ipv6_available())):
+        # "localhost" under AF_UNSPEC: 127.0.0.1 only, as glibc answers from an /etc/hosts
+        # without "::1 localhost" (a firmware has no loopback interface anyway, facts 3.10).
+        return [(AF_INET, _resolve_name(host), 0)]
+    if family == AF_INET6:
+        return [(AF_INET6, address, 0) for address in _resolve_names6(host)]
+    # AF_UNSPEC on a firmware with IPv6: AAAA first (RFC 6724's default policy prefers IPv6),
+    # then A; either may be missing; socket.create_connection tries them in this order.
+    found = []
+    failure = None
+    for af, resolve in ((AF_INET6, _resolve_names6), (AF_INET, lambda name: [_resolve_name(name)])):
+        try:
+            found.extend((af, address, 0) for address in resolve(host))
+        except gaierror as exc:
+            failure = exc  # if both fail, A's error is the one to report (as before IPv6)
+    if not found:
+        raise failure
+    return found
+
+
+def _resolve_names6(name):
+    """The IPv6 addresses of a name: "localhost" is ::1; otherwise AAAA through bitsnet.dns."""
+    if name.lower().rstrip(".") in _HOSTS:
+        return ["::1"]
+    from bitsnet import dns
+    try:
+        return list(dns.lookup(name, dns.TYPE_AAAA).addresses)
+    except (gaierror, herror):
+        raise
+    except error as exc:
+        raise gaierror(EAI_AGAIN, "%s (%s)" % (_GAI_MESSAGES[EAI_AGAIN], exc))
 
 
 def getnameinfo(sockaddr, flags):
@@ -1147,15 +1301,24 @@ def getnameinfo(sockaddr, flags):
         raise TypeError("getnameinfo(): illegal sockaddr argument")
     host, port = _str_arg(sockaddr[0], "getnameinfo() argument 1"), _int(sockaddr[1])
     flags = _int(flags)
-    if len(sockaddr) != 2:
+    scope_id = _int(sockaddr[3], "", (0, 2 ** 32 - 1)) if len(sockaddr) > 3 else 0
+    literal6 = _families.ipv6_literal(host) if ":" in host else None
+    if literal6 is None and len(sockaddr) != 2:
         raise error("IPv4 sockaddr must be 2 tuple")
     port = _strtoul_port(str(port))  # CPython resolves (host, "%d" % port) first
     if port < 0:
         raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
-    host = gethostbyname(host)
-    if flags & NI_NAMEREQD and host != _LOCALHOST:
+    if literal6 is not None:
+        local = literal6 == "::1"
+        if scope_id and literal6.startswith("fe80:"):
+            literal6 += "%%%d" % scope_id  # glibc writes the interface name; EFI has only numbers
+        host = literal6
+    else:
+        host = gethostbyname(host)
+        local = host == _LOCALHOST
+    if flags & NI_NAMEREQD and not local:
         raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    if not flags & NI_NUMERICHOST and host == _LOCALHOST:
+    if not flags & NI_NUMERICHOST and local:
         host = "localhost"
     service = str(port)
     if not flags & NI_NUMERICSERV:
@@ -1291,29 +1454,6 @@ def inet_ntoa(packed_ip):
     return "%d.%d.%d.%d" % tuple(packed)
 
 
-def _parse_ipv6(text):
-    """16 packed bytes for an IPv6 literal (with "::" and a trailing dotted quad), or None."""
-    head, sep, tail = text.partition("::")
-    if "::" in tail:
-        return None
-    left = head.split(":") if head else []
-    right = tail.split(":") if tail else []
-    last = right if sep else left
-    if last and "." in last[-1]:
-        v4 = _parse_ipv4(last.pop(), strict=True)
-        if v4 is None:
-            return None
-        last.extend("%x" % word for word in _struct.unpack("!2H", v4))
-    groups = left + right
-    for group in groups:
-        if not 1 <= len(group) <= 4 or any(c not in "0123456789abcdefABCDEF" for c in group):
-            return None
-    missing = 8 - len(groups)
-    if missing < 1 if sep else missing != 0:
-        return None
-    return _struct.pack("!8H", *([int(g, 16) for g in left] + [0] * missing + [int(g, 16) for g in right]))
-
-
 def inet_pton(address_family, ip_string):
     """inet_pton(af, ip) -> packed IP address string (AF_INET or AF_INET6)"""
     address_family = _int(address_family)
@@ -1321,7 +1461,7 @@ def inet_pton(address_family, ip_string):
     if address_family == AF_INET:
         packed = _parse_ipv4(ip_string, strict=True)
     elif address_family == AF_INET6:
-        packed = _parse_ipv6(ip_string)
+        packed = _families.pack_ipv6(ip_string)
     else:
         raise _error(_errno.EAFNOSUPPORT)
     if packed is None:
@@ -1341,30 +1481,7 @@ def inet_ntop(address_family, packed_ip):
         raise ValueError("unknown address family %d" % address_family)
     if len(packed) != 16:
         raise ValueError("invalid length of packed IP address string")
-    words = _struct.unpack("!8H", packed)
-    best, best_len, run, run_len = -1, 0, -1, 0
-    for i, word in enumerate(words + (1,)):
-        if word == 0 and i < 8:
-            run, run_len = (i if run < 0 else run), run_len + 1
-        else:
-            if run_len > best_len:
-                best, best_len = run, run_len
-            run, run_len = -1, 0
-    if best_len < 2:
-        best = -1
-    if best == 0 and (best_len == 6 or (best_len == 7 and words[7] != 1) or
-                      (best_len == 5 and words[5] == 0xffff)):
-        return "::" + ("ffff:" if best_len == 5 else "") + inet_ntoa(packed[12:])
-    text = []
-    i = 0
-    while i < 8:
-        if i == best:
-            text.append("::" if i == 0 else ":")
-            i += best_len
-            continue
-        text.append("%x" % words[i] + (":" if i < 7 else ""))
-        i += 1
-    return "".join(text)
+    return _families.format_ipv6(packed)
 
 
 def _unsigned(x, bits, who):

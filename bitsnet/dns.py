@@ -6,7 +6,7 @@ resolver API (``resolve``, ``lookup``, ``reverse``, ``set_servers``, ``servers``
 the DNS4 path -- the own client over ``udp.UdpEndpoint`` -- the message codec (``build_query``,
 ``parse_response``).
 
-Resolution order for a name (issue 5): an IPv4 literal; the hosts table; the answer cache;
+Resolution order for a name (issue 5): an IP literal; the hosts table; the answer cache;
 EFI_DNS4_PROTOCOL when the NIC has its service binding (facts 6.3: most firmware does not);
 otherwise -- or when DNS4 timed out and more servers are known -- our own client. Reverse
 lookups (PTR) never use DNS4: EDK2's IpToHostName is not implemented (facts 6.2 / dns4 model).
@@ -37,7 +37,7 @@ import struct
 
 import efi
 
-from bitsnet import efidefs, errors, events, ipconfig, nic
+from bitsnet import efidefs, errors, events, family, ipconfig, nic
 
 # --- getaddrinfo error codes: glibc's values (netdb.h), as CPython's socket module has them --------
 EAI_BADFLAGS = -1
@@ -85,7 +85,7 @@ CACHE_SIZE = 256  # cached answers; the oldest go first
 MAX_CACHE_TTL = 3600  # seconds: a lying TTL must not pin an answer for days
 MAX_NAME = 255  # RFC 1035 2.3.4
 MAX_LABEL = 63
-TYPE_A, TYPE_CNAME, TYPE_PTR = 1, 5, 12
+TYPE_A, TYPE_CNAME, TYPE_PTR, TYPE_AAAA = 1, 5, 12, 28  # AAAA: RFC 3596
 CLASS_IN = 1
 FLAG_QR, FLAG_TC, FLAG_RD = 0x8000, 0x0200, 0x0100
 RCODE_NOERROR, RCODE_FORMERR, RCODE_SERVFAIL, RCODE_NXDOMAIN = 0, 1, 2, 3
@@ -140,7 +140,9 @@ class HostsTable(object):
 
     def add(self, address, name, *aliases):
         if _ipv4_literal(address) is None:
-            raise ValueError("not an IPv4 address: %r" % (address,))
+            if family.ipv6_literal(address) is None:
+                raise ValueError("not an IP address: %r" % (address,))
+            address = family.ipv6_literal(address)
         canonical = name.rstrip(".")
         for each in (canonical,) + tuple(a.rstrip(".") for a in aliases):
             entry = self._by_name.setdefault(each.lower(), (canonical, list(aliases), []))
@@ -155,15 +157,18 @@ class HostsTable(object):
         with open(path) as f:
             for line in f:
                 fields = line.split("#", 1)[0].split()
-                if len(fields) >= 2 and _ipv4_literal(fields[0]) is not None:
+                if len(fields) >= 2 and (_ipv4_literal(fields[0]) or family.ipv6_literal(fields[0])):
                     self.add(fields[0], fields[1], *fields[2:])
                     taken += 1
         return taken
 
-    def lookup(self, name):
-        """Answer for ``name``, or None."""
+    def lookup(self, name, qtype=TYPE_A):
+        """Answer for ``name`` with its addresses of ``qtype`` (A or AAAA), or None."""
         entry = self._by_name.get(name.rstrip(".").lower())
-        return Answer(entry[0], list(entry[1]), list(entry[2])) if entry else None
+        if not entry:
+            return None
+        addresses = [a for a in entry[2] if (":" in a) == (qtype == TYPE_AAAA)]
+        return Answer(entry[0], list(entry[1]), addresses) if addresses else None
 
     def reverse(self, address):
         """(canonical, aliases) for ``address``, or None."""
@@ -217,24 +222,29 @@ def resolve(name):
     return lookup(name).addresses[0]
 
 
-def lookup(name):
-    """Answer(canonical name, aliases, addresses) for ``name`` (gethostbyname_ex)."""
-    literal = _ipv4_literal(name)
+def lookup(name, qtype=TYPE_A):
+    """Answer(canonical name, aliases, addresses) for ``name`` (gethostbyname_ex); ``qtype``
+    TYPE_AAAA asks for IPv6 addresses instead (getaddrinfo with AF_INET6 / AF_UNSPEC).
+
+    AAAA questions always go through bitsnet's own client, over UDP4 to the same servers:
+    EFI_DNS4's HostNameToIp asks only for A records (facts 6.2), and EFI_DNS6 would need IPv6
+    DNS servers, which IP6 Config rarely has where DHCPv6 is not run (facts 5.3, 6.2)."""
+    literal = _ipv4_literal(name) if qtype == TYPE_A else family.ipv6_literal(str(name))
     if literal is not None:
         return Answer(literal, [], [literal])
     name = _check_name(name)
     _load_hosts_files()
-    found = hosts.lookup(name)
+    found = hosts.lookup(name, qtype)
     if found is not None:
         return found
-    cached = _cached((name.lower(), TYPE_A))
+    cached = _cached((name.lower(), qtype))
     if cached is not None:
         return cached
     server_list = servers()
     if not server_list:
         raise gaierror(EAI_NONAME)
     rest = server_list
-    if _state["use_dns4"] and _dns4_available():
+    if qtype == TYPE_A and _state["use_dns4"] and _dns4_available():
         addresses, status = _dns4_lookup(name, server_list)
         if addresses:
             return Answer(name, [], addresses)
@@ -246,8 +256,8 @@ def lookup(name):
                 raise gaierror(EAI_AGAIN)
         # Anything else (DNS4 unusable, EFI_DEVICE_ERROR for SERVFAIL or a reply it could not
         # parse): our own client tells these cases apart.
-    answer, ttl = _resolve_a(name, rest)
-    _remember((name.lower(), TYPE_A), answer, ttl)
+    answer, ttl = _resolve(name, rest, qtype)
+    _remember((name.lower(), qtype), answer, ttl)
     return answer
 
 
@@ -319,15 +329,16 @@ def _remember(key, value, ttl):
 
 
 # --- the own client ---------------------------------------------------------------------------------
-def _resolve_a(name, server_list):
-    """(Answer, ttl) following CNAMEs, re-querying a target the answer did not resolve."""
+def _resolve(name, server_list, qtype=TYPE_A):
+    """(Answer, ttl) for A or AAAA records, following CNAMEs, re-querying a target the answer
+    did not resolve."""
     aliases = []
     current = name
     ttl = MAX_CACHE_TTL
     for _ in range(MAX_CNAME_DEPTH):
-        records, record_ttl = _query_servers(current, TYPE_A, server_list)
+        records, record_ttl = _query_servers(current, qtype, server_list)
         ttl = min(ttl, record_ttl)
-        target, addresses = follow_chain(records, current)
+        target, addresses = follow_chain(records, current, qtype)
         if target.lower() != current.lower():
             aliases.append(current)
         for owner, rtype, _, value in records:
@@ -336,13 +347,14 @@ def _resolve_a(name, server_list):
         if addresses:
             return Answer(target, [a for a in aliases if a.lower() != target.lower()], addresses), ttl
         if target.lower() == current.lower():
-            raise gaierror(EAI_NODATA)  # the name exists, without an A record
+            raise gaierror(EAI_NODATA)  # the name exists, without a record of this type
         current = target
     raise gaierror(EAI_FAIL)  # a CNAME chain longer than anyone sane uses
 
 
-def follow_chain(records, name):
-    """(final name, [addresses]) from answer records: CNAMEs from ``name``, then its A records."""
+def follow_chain(records, name, qtype=TYPE_A):
+    """(final name, [addresses]) from answer records: CNAMEs from ``name``, then its A (or
+    ``qtype``) records."""
     current = name.lower()
     canonical = name
     for _ in range(len(records) + 1):
@@ -351,7 +363,7 @@ def follow_chain(records, name):
             break
         canonical = cname[0]
         current = canonical.lower()
-    addresses = [value for owner, rtype, _, value in records if rtype == TYPE_A and owner.lower() == current]
+    addresses = [value for owner, rtype, _, value in records if rtype == qtype and owner.lower() == current]
     return canonical, addresses
 
 
@@ -549,7 +561,7 @@ def parse_response(data, ident, qname, qtype):
     """(rcode, truncated, [(owner, type, ttl, value)]) of an answer to (ident, qname, qtype).
 
     Raises DnsFormatError for anything else: not a response, another ID or question, broken
-    lengths or names. A and CNAME/PTR records are decoded; other types are skipped.
+    lengths or names. A, AAAA and CNAME/PTR records are decoded; other types are skipped.
     """
     packet = bytearray(data)
     if len(packet) < 12:
@@ -590,6 +602,10 @@ def parse_response(data, ident, qname, qtype):
                 if rdlength != 4:
                     raise DnsFormatError("A record of %d bytes" % rdlength)
                 records.append((owner, rtype, ttl, "%d.%d.%d.%d" % tuple(packet[offset:offset + 4])))
+            elif rtype == TYPE_AAAA:
+                if rdlength != 16:
+                    raise DnsFormatError("AAAA record of %d bytes" % rdlength)
+                records.append((owner, rtype, ttl, family.format_ipv6(bytes(packet[offset:offset + 16]))))
             elif rtype in (TYPE_CNAME, TYPE_PTR):
                 target, used = read_name(packet, offset)
                 if used > rdata_end:

@@ -1,4 +1,5 @@
-"""IPv4 address of the NIC through EFI_IP4_CONFIG2_PROTOCOL: reuse, DHCP bring-up, static config.
+"""The NIC's addresses: IPv4 through EFI_IP4_CONFIG2_PROTOCOL (reuse, DHCP bring-up, static
+config) and IPv6 as EFI_IP6_CONFIG_PROTOCOL reports it (``current6``).
 
 ``ensure_configured(timeout)``  the NIC's address, starting DHCP if it has none (progress on
                                 stdout; error(ETIMEDOUT) with advice if no lease comes).
@@ -44,6 +45,15 @@ TIMER_REMEDY = ("the firmware timer is stopped (no EFI timer event fires, so EDK
                 " address with bitsnet.configure(...)")
 
 Ip4Info = collections.namedtuple("Ip4Info", "address netmask gateway dns_servers routes name")
+# IPv6 (IP6 Config, facts 5.3): ``address`` is the preferred one (global before link-local, None
+# while there is none); ``netmask`` and ``routes`` are None and [] so that endpoint code can treat
+# both kinds alike (TCP6/UDP6 take neither, facts 3.1 and 4.1).
+Ip6Info = collections.namedtuple("Ip6Info", "address addresses netmask routes")
+
+
+def _link_local(address):
+    # type: (str) -> bool
+    return address.lower().startswith(("fe8", "fe9", "fea", "feb"))  # fe80::/10
 
 
 def prefix_length(netmask):
@@ -131,6 +141,74 @@ def _info(the_nic):
 def current():
     """The default NIC's address as an Ip4Info, or None while it has none."""
     return _info(nic.default_nic())
+
+
+def _info6(the_nic):
+    addresses = [address for address, _prefix in the_nic.interface_info6()]
+    preferred = [a for a in addresses if not _link_local(a)] + [a for a in addresses if _link_local(a)]
+    return Ip6Info(preferred[0] if preferred else None, addresses, None, [])
+
+
+IPV6_TIMEOUT = 10.0  # seconds for SLAAC: a router answers a solicitation within a second or two (RFC 4861)
+
+
+def ensure_configured6(timeout=None):
+    # type: (float) -> Ip6Info
+    """The NIC's IPv6 addresses once a usable (not link-local) one exists.
+
+    EDK2's default IP6 Config policy is Manual (facts 5.3): without an address set by hand, only
+    the link-local address exists and TCP6/UDP6 children with an unspecified station address
+    answer EFI_NO_MAPPING for ever. As EDK2's own HTTP and PXE boot do, switch the policy to
+    Automatic (SLAAC/DHCPv6) then, and poll InterfaceInfo until an address shows (EDK2 signals
+    no event for it); error(ETIMEDOUT) if none comes within ``timeout``."""
+    the_nic = nic.default_nic()
+    info = _info6(the_nic)
+    if info.address is not None and not _link_local(info.address):
+        return info
+    config = the_nic.config6()
+    if config is None:
+        raise errors.socket_error(errno.EAFNOSUPPORT, "no EFI_IP6_CONFIG_PROTOCOL on %s" % the_nic.name)
+    timeout = IPV6_TIMEOUT if timeout is None else timeout
+    policy = ctypes.c_int(0)
+    size = efi.UINTN(ctypes.sizeof(policy))
+    status = config.GetData(ctypes.byref(config), efidefs.Ip6ConfigDataTypePolicy, ctypes.byref(size),
+                            ctypes.addressof(policy))
+    if status == efi.EFI_SUCCESS and policy.value == efidefs.Ip6ConfigPolicyManual:
+        sys.stdout.write("bitsnet: IPv6 autoconfiguration on %s ... " % the_nic.name)
+        sys.stdout.flush()
+        automatic = ctypes.c_int(efidefs.Ip6ConfigPolicyAutomatic)
+        status = config.SetData(ctypes.byref(config), efidefs.Ip6ConfigDataTypePolicy, ctypes.sizeof(automatic),
+                                ctypes.addressof(automatic))
+        if status not in (efi.EFI_SUCCESS, efi.EFI_NOT_READY):
+            sys.stdout.write("failed\n")
+            errors.raise_for_status(status, "Ip6Config.SetData(Policy)")
+    else:
+        sys.stdout.write("bitsnet: waiting for an IPv6 address on %s ... " % the_nic.name)
+    start = events.clock()
+    found = []
+
+    def usable():
+        got = _info6(the_nic)
+        if got.address is not None and not _link_local(got.address):
+            found.append(got)
+        return bool(found)
+
+    if not events.wait_until(usable, start + timeout, poll=_stall):
+        sys.stdout.write("no address\n")
+        sys.stdout.flush()
+        raise errors.socket_error(errno.EADDRNOTAVAIL, "IPv6 on %s: no global address within %g s (no router"
+                                  " advertisement)" % (the_nic.name, timeout))
+    sys.stdout.write("%s in %.1f s\n" % (found[-1].address, events.clock() - start))
+    sys.stdout.flush()
+    return found[-1]
+
+
+def current6():
+    # type: () -> Ip6Info
+    """The default NIC's IPv6 addresses now, as an Ip6Info (no waiting: EDK2 brings IPv6 up
+    on its own -- a link-local address after DAD, global ones from SLAAC/DHCPv6 or manual --
+    and TCP6/UDP6 answer EFI_NO_MAPPING until one is usable; ``ensure_configured6`` waits for one)."""
+    return _info6(nic.default_nic())
 
 
 def _stall():
@@ -239,7 +317,8 @@ def configure(address, netmask, gateway=None, dns=()):
 
 
 def interfaces():
-    """[{name, mac, address, netmask, gateway, dns}] for every NIC (address None if unset)."""
+    """[{name, mac, address, netmask, gateway, dns, ipv6}] for every NIC (address None if unset;
+    ipv6: [(address, prefix length)] from IP6 Config, [] when the firmware has no IPv6)."""
     out = []
     for each in nic.find_all():
         info = _info(each)
@@ -250,5 +329,6 @@ def interfaces():
             "netmask": info.netmask if info else None,
             "gateway": info.gateway if info else None,
             "dns": list(info.dns_servers) if info else [],
+            "ipv6": each.interface_info6(),
         })
     return out

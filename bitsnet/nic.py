@@ -27,6 +27,8 @@ _SERVICE_BINDINGS = {
     efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL,
     efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL,
     efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL,
+    efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL,
+    efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL,
 }
 
 _state = {"nic": None}
@@ -150,6 +152,54 @@ class Nic(object):
             return info, routes
         raise errors.socket_error(errno.EIO, "Ip4Config2.GetData(InterfaceInfo) keeps growing")
 
+    # -- IP6 Config (facts 5.3) ---------------------------------------------------------------
+    def config6(self):
+        """The NIC's EFI_IP6_CONFIG_PROTOCOL, or None if the firmware has no IPv6 on it."""
+        binding = self._bindings.get(efidefs.EFI_IP6_CONFIG_PROTOCOL_GUID)
+        if binding is None:
+            if not self.has_service(efidefs.EFI_IP6_CONFIG_PROTOCOL_GUID):
+                return None
+            binding = efidefs.EFI_IP6_CONFIG_PROTOCOL.from_handle(self.handle)
+            self._bindings[efidefs.EFI_IP6_CONFIG_PROTOCOL_GUID] = binding
+        return binding
+
+    def has_ipv6(self):
+        # type: () -> bool
+        """Whether this NIC carries the TCP6 service binding (what AF_INET6 sockets need)."""
+        return self.has_service(efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID)
+
+    def interface_info6(self):
+        """[(address text, prefix length)] from IP6 Config InterfaceInfo ([] without IPv6).
+
+        The address table is written after the structure inside the caller's buffer, as for
+        IP4 Config2's routes (facts 5.2, 5.3): ask for the size first, then read."""
+        config = self.config6()
+        if config is None:
+            return []
+        from bitsnet import family  # family imports efidefs only; no cycle, but keep nic light
+        for _ in range(4):
+            size = efi.UINTN(0)
+            status = config.GetData(ctypes.byref(config), efidefs.Ip6ConfigDataTypeInterfaceInfo,
+                                    ctypes.byref(size), None)
+            if status not in (efi.EFI_BUFFER_TOO_SMALL, efi.EFI_SUCCESS):
+                return []  # EFI_NOT_READY / NOT_FOUND while the interface comes up
+            base = ctypes.sizeof(efidefs.EFI_IP6_CONFIG_INTERFACE_INFO)
+            buf = ctypes.create_string_buffer(max(size.value, base))
+            size.value = len(buf)
+            status = config.GetData(ctypes.byref(config), efidefs.Ip6ConfigDataTypeInterfaceInfo,
+                                    ctypes.byref(size), buf)
+            if status == efi.EFI_BUFFER_TOO_SMALL:
+                continue  # an address appeared in between
+            if status != efi.EFI_SUCCESS:
+                return []
+            info = efidefs.EFI_IP6_CONFIG_INTERFACE_INFO.from_buffer(buf)
+            out = []
+            for i in range(info.AddressInfoCount):
+                entry = info.AddressInfo[i]  # points into ``buf``, alive here
+                out.append((family.INET6.efi_text(entry.Address), entry.PrefixLength))
+            return out
+        return []
+
     @property
     def name(self):
         # type: () -> str
@@ -204,6 +254,13 @@ def connect_controllers():
                          % ", ".join(sorted(set(errors.status_name(s) for s in statuses))))
     sys.stdout.flush()
     return len(snp)
+
+
+def ipv6_present():
+    # type: () -> bool
+    """Whether any handle carries the TCP6 service binding: one LocateHandle, nothing else
+    (no ConnectController), for ``bitsnet.install()``'s has_ipv6."""
+    return bool(_handles(efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID))
 
 
 def find_all():

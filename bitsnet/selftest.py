@@ -177,6 +177,30 @@ def check_gateway_and_dns():
     return "gateway %s; DNS servers %s" % (gateway, dns)
 
 
+def check_ipv6_address(timeout):
+    """IPv6 (SKIP without TCP6): the addresses IP6 Config has, SLAAC switched on if needed."""
+    from bitsnet import ipconfig, nic
+    the_nic = nic.default_nic()
+    if not the_nic.has_ipv6():
+        raise Skip("the firmware has no TCP6 on %s (built without NETWORK_IP6_ENABLE?): AF_INET6 sockets"
+                   " fail with EAFNOSUPPORT" % the_nic.name)
+    info = ipconfig.ensure_configured6(timeout)
+    return "%s (all: %s)" % (info.address, ", ".join(info.addresses))
+
+
+def check_tcp_echo6(socket, lab, timeout):
+    """TCP echo to the lab over IPv6 (SKIP when the lab offers none or the firmware has no TCP6)."""
+    if not lab.get("tcp_echo6"):
+        raise Skip("the lab has no IPv6 echo (host without IPv6, or bound to one IPv4 address)")
+    from bitsnet import nic
+    if not nic.default_nic().has_ipv6():
+        raise Skip("the firmware has no TCP6")
+    address = lab["address6"] if lab["address6"] != "::" else None
+    if address is None:
+        raise Skip("the lab listens on [::]; give its IPv6 address with --peer [ADDR]:PORT")
+    return check_tcp_echo(socket, address, lab["tcp_echo6"], timeout)
+
+
 def check_resolution(socket, names):
     results = []
     for name in names:
@@ -362,6 +386,7 @@ def main(argv=None):
         report.say("without an address nothing else can work")
         return report.summary()
     report.check("gateway and DNS servers", check_gateway_and_dns)
+    report.check("IPv6 address", check_ipv6_address, min(args.timeout, 10.0))
     report.check("local name resolution", check_resolution, socket, ["localhost"])
     if args.url:
         report.check("download %s" % args.url[:40], check_url, args.url, args.timeout)
@@ -372,6 +397,7 @@ def main(argv=None):
             if lab.get("names"):
                 report.check("DNS name resolution", check_resolution, socket, sorted(lab["names"])[:1])
             report.check("TCP echo", check_tcp_echo, socket, peer[0], lab["tcp_echo"], args.timeout)
+            report.check("TCP echo over IPv6", check_tcp_echo6, socket, lab, args.timeout)
             report.check("UDP echo", check_udp_echo, socket, peer[0], lab["udp_echo"], args.timeout)
             report.check("HTTP download", check_download, socket, peer, DOWNLOAD_BYTES, args.timeout)
             report.check("listening socket reached from lab", check_listen, socket, peer,

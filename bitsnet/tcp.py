@@ -1,4 +1,5 @@
-"""TcpEndpoint: one EFI_TCP4_PROTOCOL child, as non-blocking primitives for the socket layer.
+"""TcpEndpoint: one EFI_TCP4_PROTOCOL (or EFI_TCP6_PROTOCOL) child, as non-blocking primitives for
+the socket layer. What differs between the two is in ``family.py``; everything here is shared.
 
 Contents: module constants (each with its reason) -- ``TcpEndpoint`` (bind, connect_start,
 listen, accept, recv_into, send, shutdown, close, progress, readiness predicates, options) --
@@ -18,7 +19,9 @@ Rule 2 -- One Receive is outstanding whenever the connection is up and the Pytho
 buffer is under its bound (facts 3.3 Receive: EDK2 has no "bytes available" query). That token
 is how data, FIN and RST are noticed, and so what makes select() work; it also keeps EDK2's own
 buffer empty, which matters at close (rule 4). Receive often completes synchronously: every
-post is followed by ``events.check``.
+post is followed by ``events.check``. One exception, for speed: while a bulk stream arrives
+(the last Receive brought a full segment) the next Receive is posted by the next ``progress()``
+after a batch of Polls (see ``_post_deferred``); every wait calls ``progress()``.
 
 Rule 3 -- Sending is bounded in Python (facts 8.1 #6: EDK2 never says "buffer full"). ``send``
 queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
@@ -49,12 +52,14 @@ import errno
 
 import efi
 
-from bitsnet import efidefs, errors, events, ipconfig, nic
+from bitsnet import efidefs, errors, events, family, ipconfig, nic
 from bitsnet.buffers import ByteQueue
 
 TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
 RECEIVE_CHUNK = 64 * 1024  # bytes per Receive: what BITS used; one 64 KiB copy per completion
+STREAM_SEGMENT = 1024  # a Receive completed with at least this much: a stream (see progress)
+POLL_BATCH = 16  # Polls after such a Receive, before re-posting it; measured by tools/bench.py
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
 DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
@@ -73,6 +78,10 @@ OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
 _live = set()  # type: set       # endpoints holding a child, not closed by the user
 _closing = []  # type: list      # endpoints the reaper still finishes (rule 4)
 _dirty = set()  # type: set      # endpoints with completions not yet consumed
+_reaper = {"next_sweep": 0.0}  # when _reap_due() next sweeps every closing endpoint
+_reap_wanted = set()  # type: set   # closing endpoints with a completion since they were reaped
+_rx_deferred = set()  # type: set   # streaming endpoints whose next Receive progress() posts
+REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
 
 
 def _clamp(value, bounds):
@@ -84,12 +93,17 @@ def _fail(err, detail):
 
 
 class TcpEndpoint(object):
-    """One TCP4 child; see the module docstring for the rules it keeps."""
+    """One TCP4 or TCP6 child; see the module docstring for the rules it keeps.
 
-    def __init__(self):
+    ``fam`` (``family.INET`` or ``family.INET6``) supplies everything that differs between the
+    two protocols: the service binding, the structures, the access point and the addresses."""
+
+    def __init__(self, fam=None):
+        self._fam = fam or family.INET
         self._nic = None
         self._handle = None  # the child handle, created lazily at bind/connect/listen
         self._proto = None
+        self._calls = {}  # type: dict   # see _call
         self._state = "fresh"  # fresh bound connecting connected listening failed closed
         self._options = {"nodelay": False, "keepalive": False, "broadcast": False, "rcvbuf": DEFAULT_RCVBUF,
                          "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None}
@@ -98,7 +112,9 @@ class TcpEndpoint(object):
         self._remote = None  # type: tuple
         self._done = []  # type: list   # (kind, op) recorded by on_done (rule 1)
         self._rx = ByteQueue(DEFAULT_RCVBUF)
-        self._rx_buffer = None
+        self._rx_buffer = None  # the Receive buffer, packet and token, made once (_post_receive)
+        self._rx_packet = self._rx_token = None
+        self._tx_free = []  # type: list   # (token, packet) pairs of completed Transmits, for reuse
         self._rx_op = None
         self._eof = False  # peer FIN seen
         self._rd_shut = False
@@ -116,40 +132,48 @@ class TcpEndpoint(object):
         self._accept_ops = []  # type: list
         self._accepted = collections.deque()  # type: collections.deque
         self._user_closed = False
+        self._settled = False  # see _refresh()
+        self._streaming = False  # the last Receive brought a full segment: see _post_deferred
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
 
     # --- firmware plumbing ------------------------------------------------------------------
     def _call(self, name, *args):
-        proto = self._proto
-        return getattr(proto, name)(ctypes.byref(proto), *args)
+        # Reading a ctypes function-pointer field builds a new callable each time, a visible
+        # cost on the hot path (Poll, Receive, Transmit): keep it, with the byref, per child.
+        entry = self._calls.get(name)
+        if entry is None or entry[0] is not self._proto:
+            proto = self._proto
+            entry = self._calls[name] = (proto, getattr(proto, name), ctypes.byref(proto))
+        return entry[1](entry[2], *args)
 
     def _ensure_child(self):
         if self._handle is None:
-            reap()
+            _reap_due()
             self._nic = nic.default_nic()
-            self._handle = self._nic.create_child(TCP4_SB)
-            self._proto = efidefs.EFI_TCP4_PROTOCOL.from_handle(self._handle)
+            self._handle = self._nic.create_child(self._fam.tcp_sb)
+            self._proto = self._fam.TCP_PROTOCOL.from_handle(self._handle)
             _live.add(self)
 
     @classmethod
     def _adopt(cls, the_nic, handle, listener):
         """Wrap a child EDK2 made for an accepted connection (facts 3.3 Accept)."""
-        ep = cls()
+        fam = listener._fam
+        ep = cls(fam)
         ep._options = dict(listener._options)
         ep._rx.limit = ep._options["rcvbuf"]
         ep._nic, ep._handle = the_nic, handle
-        the_nic.adopt_child(TCP4_SB, handle)
-        ep._proto = efidefs.EFI_TCP4_PROTOCOL.from_handle(handle)
+        the_nic.adopt_child(fam.tcp_sb, handle)
+        ep._proto = fam.TCP_PROTOCOL.from_handle(handle)
         ep._state = "connected"
         _live.add(ep)
-        config = efidefs.EFI_TCP4_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (facts 3.3)
+        config = fam.TCP_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (facts 3.3)
         state = ctypes.c_int(0)
         if ep._call("GetModeData", ctypes.byref(state), ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS:
             ap = config.AccessPoint
-            ep._local = (efidefs.ipv4_text(ap.StationAddress), ap.StationPort)
-            ep._remote = (efidefs.ipv4_text(ap.RemoteAddress), ap.RemotePort)
+            ep._local = (fam.efi_text(ap.StationAddress), ap.StationPort)
+            ep._remote = (fam.efi_text(ap.RemoteAddress), ap.RemotePort)
         else:
             ep._local = listener._local
         ep._update()
@@ -161,7 +185,7 @@ class TcpEndpoint(object):
         return state.value
 
     def _control_option(self, backlog):
-        o = efidefs.EFI_TCP4_OPTION()
+        o = self._fam.TCP_OPTION()
         o.ReceiveBufferSize = _clamp(self._options["rcvbuf"], EDK2_BUFFER_RANGE)
         o.SendBufferSize = _clamp(self._options["sndbuf"], EDK2_BUFFER_RANGE)
         o.MaxSynBackLog = _clamp(backlog or EDK2_BACKLOG_RANGE[1], EDK2_BACKLOG_RANGE)
@@ -184,26 +208,18 @@ class TcpEndpoint(object):
     def _configure(self, active, station, port, remote=None, backlog=0):
         """Configure the child (Configure(NULL) first if it was configured otherwise)."""
         self._ensure_child()
-        info = ipconfig.ensure_configured()
+        info = self._ip_info()
         wanted = (active, station, port, remote, backlog, tuple(sorted(self._options.items())))
         if self._configured == wanted:
             return info
         if self._configured is not None:
             self._call("Configure", None)
             self._configured = None
-        config = efidefs.EFI_TCP4_CONFIG_DATA()
-        config.TimeToLive = TIME_TO_LIVE
-        ap = config.AccessPoint
-        # bits-efi-api item 2 (old TcpDxe): UseDefaultAddress=TRUE failed with EFI_ALREADY_STARTED,
-        # and on current EDK2 it may switch the NIC to DHCP (facts 3.7): give the address explicitly.
-        ap.UseDefaultAddress = False
-        ap.StationAddress = efidefs.ipv4(station)
-        ap.SubnetMask = efidefs.ipv4(info.netmask)
-        ap.StationPort = port
-        if remote is not None:
-            ap.RemoteAddress = efidefs.ipv4(remote[0])
-            ap.RemotePort = remote[1]
-        ap.ActiveFlag = active
+        fam = self._fam
+        config = fam.tcp_config(TIME_TO_LIVE)
+        # IPv4: the station address is always explicit (bits-efi-api item 2, facts 3.7); IPv6:
+        # None (all zero) lets IP6 choose the source, and is the wildcard listener (facts 3.1).
+        fam.tcp_access_point(config, station, info.netmask, port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
         deadline = events.clock() + NO_MAPPING_WAIT
@@ -214,30 +230,39 @@ class TcpEndpoint(object):
                 break
             if status == efi.EFI_NO_MAPPING and events.clock() < deadline:
                 # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
+                # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7).
                 events.boot_services().Stall(10000)
                 continue
             if status == efi.EFI_INVALID_PARAMETER and port:
                 # EDK2 quirk (TcpBind, facts 3.8): a port clash is EFI_INVALID_PARAMETER, and a
                 # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
-                if self._options["reuseaddr"] and not retried and _abort_closing(station, port):
+                if self._options["reuseaddr"] and not retried and _abort_closing(station or fam.wildcard, port):
                     retried = True
                     continue
                 raise errors.socket_error(errno.EADDRINUSE, "port %d on %s (EFI_INVALID_PARAMETER in Configure)"
-                                          % (port, station))
+                                          % (port, station or fam.wildcard))
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
-        for subnet, mask, gateway in info.routes:
+        for subnet, mask, gateway in info.routes if fam.has_routes else ():
             # bits-efi-api item 3 (old TcpDxe): children do not use the IP4 routes; add them.
-            # EFI_ACCESS_DENIED means the route is already there.
+            # EFI_ACCESS_DENIED means the route is already there. (TCP6 has no Routes, facts 3.2.)
             status = self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)),
                                 ctypes.byref(efidefs.ipv4(mask)), ctypes.byref(efidefs.ipv4(gateway)))
             if status != efi.EFI_ACCESS_DENIED:
                 errors.raise_for_status(status, "Routes")
-        mode = efidefs.EFI_TCP4_CONFIG_DATA()
+        mode = fam.TCP_CONFIG_DATA()
         if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
             port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (facts 3.8)
-        self._local = (station, port)
+            if station is None and active:  # IPv6: the source IP6 chose, else the preferred one
+                chosen = fam.efi_text(mode.AccessPoint.StationAddress)
+                station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
+        self._local = (station or fam.wildcard, port)
         return info
+
+    def _ip_info(self):
+        """IPv4: the NIC's address, DHCP first if needed. IPv6: its addresses once a global one
+        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
+        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
 
     def _submit(self, kind, token, completion, keep=()):
         return events.submit(token, completion, lambda op: self._record(kind, op), self, keep)
@@ -245,6 +270,9 @@ class TcpEndpoint(object):
     def _record(self, kind, op):
         # on_done: record only (rule 1).
         self._done.append((kind, op))
+        if self._user_closed:
+            _reap_wanted.add(self)  # a closing endpoint moved: the next _reap_due() looks at it
+        self._settled = False
         _dirty.add(self)
 
     # --- consuming completions (rule 1) ----------------------------------------------------
@@ -253,6 +281,16 @@ class TcpEndpoint(object):
             self._consume()
             if not self._refill():
                 break
+        self._settled = True
+
+    def _refresh(self):
+        # For the readiness predicates: select() asks several of them of every socket on every
+        # round, so an idle socket must cost a few attribute reads, not a full _update(). Only
+        # a recorded completion (_record), a running connect timer, queued data (a Transmit
+        # the firmware refused is retried, _post_transmit) or an option change (set_option)
+        # can make _refill() do something since the last _update().
+        if self._done or not self._settled or self._state == "connecting" or self._tx:
+            self._update()
 
     def _consume(self):
         while self._done:
@@ -268,8 +306,10 @@ class TcpEndpoint(object):
     def _done_rx(self, op):
         self._rx_op = None
         status = op.status
+        self._streaming = False
         if status == efi.EFI_SUCCESS:
             rxdata = op.keep[0]
+            self._streaming = rxdata.DataLength >= STREAM_SEGMENT
             if not self._rd_shut:
                 self._rx.append(ctypes.string_at(op.keep[1], rxdata.DataLength))
         elif status == efi.EFI_CONNECTION_FIN:  # facts 3.6: pending Receive on peer FIN
@@ -281,6 +321,7 @@ class TcpEndpoint(object):
 
     def _done_tx(self, op):
         self._tx_ops.remove(op)
+        self._tx_free.append((op.token, op.keep[0]))
         self._tx_inflight -= op.keep[0].DataLength
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
             self._set_error(errors.errno_for(op.status, "send"))
@@ -329,7 +370,9 @@ class TcpEndpoint(object):
                 break
         want_rx = not (self._eof or self._dead) and self._rx_op is None and (
             self._rd_shut or self._fin_wanted or not self._rx.full())
-        if want_rx:
+        if want_rx and self._streaming and not (self._fin_wanted or self._rd_shut):
+            _rx_deferred.add(self)  # the next progress() Polls a batch, then posts it (rule 2)
+        elif want_rx:
             synchronous = self._post_receive()
         if not synchronous and self._fin_wanted and not self._tx and not self._tx_ops and not self._dead:
             self._post_close(abort=False)
@@ -337,15 +380,19 @@ class TcpEndpoint(object):
 
     def _post_receive(self):
         if self._rx_buffer is None:
+            # One buffer, packet and token per endpoint, reused by every Receive: only one is
+            # ever outstanding (rule 2), and EDK2 lets go of them when it completes the token.
+            # Building them afresh was a visible part of a request/response round trip.
             self._rx_buffer = ctypes.create_string_buffer(RECEIVE_CHUNK)
-        rxdata = efidefs.EFI_TCP4_RECEIVE_DATA()
+            self._rx_packet = self._fam.TCP_RECEIVE_DATA()
+            self._rx_packet.FragmentCount = 1
+            self._rx_packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self._rx_buffer)
+            self._rx_token = self._fam.TCP_IO_TOKEN()
+            self._rx_token.Packet.RxData = ctypes.pointer(self._rx_packet)
+        rxdata, token = self._rx_packet, self._rx_token
         # facts 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
         rxdata.DataLength = RECEIVE_CHUNK
-        rxdata.FragmentCount = 1
         rxdata.FragmentTable[0].FragmentLength = RECEIVE_CHUNK
-        rxdata.FragmentTable[0].FragmentBuffer = ctypes.addressof(self._rx_buffer)
-        token = efidefs.EFI_TCP4_IO_TOKEN()
-        token.Packet.RxData = ctypes.pointer(rxdata)
         op = self._submit("rx", token, token.CompletionToken, keep=(rxdata, self._rx_buffer))
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
@@ -370,15 +417,18 @@ class TcpEndpoint(object):
 
     def _post_transmit(self):
         data = self._tx.read(TRANSMIT_CHUNK)
-        txdata = efidefs.EFI_TCP4_TRANSMIT_DATA()
-        txdata.Push = True
+        if self._tx_free:
+            token, txdata = self._tx_free.pop()  # a completed Transmit's: EDK2 let go of them
+        else:
+            txdata = self._fam.TCP_TRANSMIT_DATA()
+            txdata.Push = True
+            txdata.FragmentCount = 1
+            token = self._fam.TCP_IO_TOKEN()
+            token.Packet.TxData = ctypes.pointer(txdata)
         txdata.DataLength = len(data)
-        txdata.FragmentCount = 1
         txdata.FragmentTable[0].FragmentLength = len(data)
         # Zero-copy (facts 3.3 Transmit): the bytes object is the fragment; kept in the registry.
         txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
-        token = efidefs.EFI_TCP4_IO_TOKEN()
-        token.Packet.TxData = ctypes.pointer(txdata)
         op = self._submit("tx", token, token.CompletionToken, keep=(txdata, data))
         self._tx_ops.append(op)
         self._tx_inflight += len(data)
@@ -386,6 +436,7 @@ class TcpEndpoint(object):
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
             self._tx_ops.remove(op)
+            self._tx_free.append((token, txdata))
             self._tx_inflight -= len(data)
             self._tx.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:  # that one: try again on the next update
@@ -395,7 +446,7 @@ class TcpEndpoint(object):
         return True
 
     def _post_accept(self):
-        token = efidefs.EFI_TCP4_LISTEN_TOKEN()
+        token = self._fam.TCP_LISTEN_TOKEN()
         op = self._submit("accept", token, token.CompletionToken)
         status = self._call("Accept", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
@@ -407,7 +458,7 @@ class TcpEndpoint(object):
         return events.check(op)
 
     def _post_close(self, abort):
-        token = efidefs.EFI_TCP4_CLOSE_TOKEN()
+        token = self._fam.TCP_CLOSE_TOKEN()
         token.AbortOnClose = abort
         op = self._submit("close", token, token.CompletionToken)
         status = self._call("Close", ctypes.byref(token))
@@ -432,12 +483,13 @@ class TcpEndpoint(object):
     def _destroy(self):
         """DestroyChild and release every token (the firmware has flushed them)."""
         if self._handle is not None:
-            self._nic.destroy_child(TCP4_SB, self._handle)
+            self._nic.destroy_child(self._fam.tcp_sb, self._handle)
             events.abandon(self)
             self._consume()
             self._handle = self._proto = None
         _live.discard(self)
         _dirty.discard(self)
+        _rx_deferred.discard(self)
         self._state = "closed"
 
     # --- the API -----------------------------------------------------------------------------
@@ -446,14 +498,16 @@ class TcpEndpoint(object):
             _fail(errno.EBADF, "endpoint is closed")
 
     def _address(self, address):
-        host, port = address
-        info = ipconfig.ensure_configured()
-        if host in ("", "0.0.0.0", None):
-            host = info.address  # bits-efi-api item 4: a 0.0.0.0 listener is not handled
-        try:
-            efidefs.ipv4(host)
-        except ValueError:
-            _fail(errno.EINVAL, "not an IPv4 address: %r" % (host,))
+        host, port = address[:2]
+        fam = self._fam
+        info = self._ip_info()
+        if fam.is_wildcard(host):
+            # bits-efi-api item 4: a 0.0.0.0 TCP4 listener is not handled; TCP6 takes :: (facts 3.1).
+            host = info.address if fam.version == 4 else fam.wildcard
+        canonical = fam.canonical(str(host))
+        if canonical is None:
+            _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, host))
+        host = canonical
         if not 0 <= int(port) <= 65535:
             _fail(errno.EINVAL, "port out of range: %r" % (port,))
         return host, int(port), info
@@ -471,9 +525,9 @@ class TcpEndpoint(object):
         if self._state != "fresh":
             _fail(errno.EINVAL, "already bound")
         host, port, info = self._address(address)
-        if host != info.address:
+        if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(False, host, port)
+        self._configure(False, None if host == self._fam.wildcard else host, port)
         self._state = "bound"
 
     def connect_start(self, address, timeout=None):
@@ -487,10 +541,10 @@ class TcpEndpoint(object):
         if port == 0:
             _fail(errno.ECONNREFUSED, "port 0")
         local_port = self._local[1] if self._local else 0
-        self._configure(True, info.address, local_port, remote=(host, port))
+        self._configure(True, info.address if self._fam.version == 4 else None, local_port, remote=(host, port))
         self._remote = (host, port)
         self._rx.limit = self._options["rcvbuf"]
-        token = efidefs.EFI_TCP4_CONNECTION_TOKEN()
+        token = self._fam.TCP_CONNECTION_TOKEN()
         op = self._submit("connect", token, token.CompletionToken)
         status = self._call("Connect", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
@@ -540,7 +594,7 @@ class TcpEndpoint(object):
     def recv_into(self, buffer, nbytes=None, peek=False):
         """Bytes copied into ``buffer`` (0: EOF), or None if that would block."""
         self._check_open()
-        self._update()
+        self._refresh()
         if nbytes is None:
             nbytes = len(memoryview(buffer))
         if nbytes == 0:
@@ -568,7 +622,7 @@ class TcpEndpoint(object):
     def send(self, data):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
         self._check_open()
-        self._update()
+        self._refresh()
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "send")
@@ -585,7 +639,13 @@ class TcpEndpoint(object):
             return None
         view = memoryview(data)
         n = min(len(view), space)
-        self._tx.append(data if n == len(view) and isinstance(data, bytes) else view[:n].tobytes())
+        if n == len(view) and isinstance(data, bytes) and n <= TRANSMIT_CHUNK:
+            self._tx.append(data)  # zero-copy: the bytes object itself becomes the fragment
+        else:
+            # One copy (the caller may reuse its buffer), cut into TRANSMIT_CHUNK pieces now, so
+            # that _post_transmit takes whole chunks from the queue without copying them again.
+            for start in range(0, n, TRANSMIT_CHUNK):
+                self._tx.append(view[start:min(n, start + TRANSMIT_CHUNK)].tobytes())
         self._update()
         return n
 
@@ -642,19 +702,20 @@ class TcpEndpoint(object):
     # --- progress, readiness, addresses, options ------------------------------------------
     def progress(self):
         """Poll the NIC through this child, then consume every completion (facts 3.4)."""
+        if _rx_deferred:
+            _post_deferred()
         if self._proto is not None:
             self._call("Poll")
         events.process()
         for ep in list(_dirty):
             ep._update()
-        if _closing:
-            reap()
+        _reap_due()
 
     def can_recv(self):
         # data, EOF or an error is there: recv_into will not return None
         if self._user_closed:
             return True
-        self._update()
+        self._refresh()
         if self._state == "listening":
             return bool(self._accepted) or bool(self._error)
         if self._state == "connecting":
@@ -666,7 +727,7 @@ class TcpEndpoint(object):
         # send() will not return None: space in the send buffer, or it would raise
         if self._user_closed:
             return True
-        self._update()
+        self._refresh()
         if self._state == "connecting":
             return False
         if self._state != "connected" or self._error or self._dead or self._fin_wanted:
@@ -676,8 +737,8 @@ class TcpEndpoint(object):
     def acceptable(self):
         return self._state == "listening" and self.can_recv()
 
-    connecting = property(lambda self: self._update() or self._state == "connecting")
-    connected = property(lambda self: self._update() or self._state == "connected")
+    connecting = property(lambda self: self._refresh() or self._state == "connecting")
+    connected = property(lambda self: self._refresh() or self._state == "connected")
     listening = property(lambda self: self._state == "listening")
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)
@@ -695,6 +756,7 @@ class TcpEndpoint(object):
         Later, rcvbuf/sndbuf still bound the Python buffers; the others are only recorded."""
         if name not in OPTIONS:
             raise KeyError(name)
+        self._settled = False
         if name in ("rcvbuf", "sndbuf"):
             value = max(1, int(value))
             if name == "rcvbuf":
@@ -727,14 +789,61 @@ def _reap_one(ep):
 
 def reap():
     """Finish whatever background closes can be finished now."""
-    for ep in list(_closing):
-        if _reap_one(ep):
+    _reaper["next_sweep"] = events.clock() + REAP_SWEEP
+    _reap(list(_closing))
+
+
+def _reap(endpoints):
+    _reap_wanted.difference_update(endpoints)
+    for ep in endpoints:
+        if _reap_one(ep) and ep in _closing:
             _closing.remove(ep)
+
+
+def _reap_due():
+    """Reap what may have moved, from progress() and before each new child.
+
+    Only the closing endpoints that had a completion (_record), and all of them every
+    REAP_SWEEP seconds for what no completion announces (the close deadline): a full reap() is
+    O(closing endpoints), and progress() runs on every round of every wait -- with a thousand
+    connections in TIME_WAIT (2 s, facts 3.9), reaping all of them each time made the
+    connection rate fall with the number of connections closed in the last two seconds.
+    """
+    if not _closing:
+        _reap_wanted.clear()
+    elif events.clock() >= _reaper["next_sweep"]:
+        reap()
+    elif _reap_wanted:
+        _reap(list(_reap_wanted))
+
+
+def _post_deferred():
+    """Poll a batch, then post the Receives of the streaming endpoints (rule 2's exception).
+
+    EDK2 completes an outstanding Receive with whatever the first Poll brings in: one frame
+    (facts 3.3 Receive, 3.4). With no Receive outstanding, the frames POLL_BATCH Polls pull in
+    wait in EDK2's buffer instead, and a Receive posted afterwards takes them all at once,
+    synchronously: one Python completion (and one copy out of the Receive buffer) per batch
+    instead of one per frame -- most of bulk receive's cost. Only endpoints whose last Receive
+    brought a full segment wait here, so request/response traffic never pays for these Polls;
+    progress() calls this before it Polls, so nothing is noticed later for it.
+    """
+    streaming = [ep for ep in _rx_deferred if ep._proto is not None]
+    _rx_deferred.clear()
+    if not streaming:
+        return
+    for _ in range(POLL_BATCH):
+        streaming[0]._call("Poll")  # any child: Poll pulls the NIC's next frame (facts 3.3 Poll)
+    for ep in streaming:
+        ep._streaming = False  # post now; its completion says whether the stream goes on
+        ep._update()
 
 
 def _abort_closing(station, port):
     """SO_REUSEADDR: abort our own closing endpoints that hold (station, port). Any found?"""
-    found = [ep for ep in _closing if ep._local == (station, port)]
+    # An IPv6 wildcard listener ("::") holds the port for its accepted children on any address.
+    found = [ep for ep in _closing if ep._local == (station, port) or
+             (station == "::" and ep._local is not None and ep._local[1] == port and ep._fam.version == 6)]
     for ep in found:
         ep._abort()
         ep._destroy()

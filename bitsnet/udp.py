@@ -1,4 +1,6 @@
-"""UdpEndpoint: one EFI_UDP4_PROTOCOL child, as non-blocking primitives for the socket layer.
+"""UdpEndpoint: one EFI_UDP4_PROTOCOL (or EFI_UDP6_PROTOCOL) child, as non-blocking primitives for
+the socket layer. What differs between the two is in ``family.py``; everything here is shared
+(EFI_UDP6 has no broadcast, no Routes and no SubnetMask, facts 4.1).
 
 Contents: module constants -- ``UdpEndpoint`` (bind, connect, disconnect, sendto, recvfrom,
 recvfrom_into, progress, readiness predicates, options, close) -- ``reap``, ``close_all``,
@@ -41,7 +43,7 @@ import errno
 
 import efi
 
-from bitsnet import efidefs, errors, events, ipconfig, nic
+from bitsnet import efidefs, errors, events, family, ipconfig, nic
 from bitsnet.buffers import DatagramQueue
 
 UDP4_SB = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
@@ -52,6 +54,7 @@ DEFAULT_RCVBUF = 256 * 1024  # ... and in bytes (SO_RCVBUF), like a Linux defaul
 MAX_TRANSMITS = 8  # Transmit tokens in flight; EDK2 completes them as soon as MNP sent the frame
 FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queued longer than this
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
+NO_MAPPING_WAIT = 5.0  # facts 3.7: retry Configure this long while an IPv6 address appears (as tcp.py)
 TIME_TO_LIVE = 64
 OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
 
@@ -70,14 +73,15 @@ def _ip_int(text):
 
 
 class UdpEndpoint(object):
-    """One UDP4 child; see the module docstring for the rules it keeps."""
+    """One UDP4 or UDP6 child (``fam``); see the module docstring for the rules it keeps."""
 
     # The readiness vocabulary select.py shares with TcpEndpoint: a datagram socket never
     # listens or connects in the TCP sense, and is "connected" (may send) until closed.
     listening = False
     connecting = False
 
-    def __init__(self):
+    def __init__(self, fam=None):
+        self._fam = fam or family.INET
         self._nic = None
         self._handle = None
         self._proto = None
@@ -108,47 +112,51 @@ class UdpEndpoint(object):
         if self._handle is None:
             reap()
             self._nic = nic.default_nic()
-            self._handle = self._nic.create_child(UDP4_SB)
-            self._proto = efidefs.EFI_UDP4_PROTOCOL.from_handle(self._handle)
+            self._handle = self._nic.create_child(self._fam.udp_sb)
+            self._proto = self._fam.UDP_PROTOCOL.from_handle(self._handle)
             _live.add(self)
 
     def _configure(self, host, port, remote=None):
         """Configure(NULL) if configured, then Configure for (host, port) and ``remote``."""
         self._ensure_child()
-        info = self._info = ipconfig.ensure_configured()
+        fam = self._fam
+        info = self._info = self._ip_info()
         if self._configured:
             self._unconfigure()
-        station = info.address if host in ("", "0.0.0.0", None) else host
-        config = efidefs.EFI_UDP4_CONFIG_DATA()
-        config.AcceptBroadcast = True
-        config.AllowDuplicatePort = bool(self._options["reuseaddr"])  # SO_REUSEADDR (facts 4.2)
-        config.TimeToLive = TIME_TO_LIVE
-        config.ReceiveTimeout = FIRMWARE_HOLD_US
-        # Explicit address, as tcp.py does: UseDefaultAddress may switch the NIC to DHCP (facts 3.7).
-        config.UseDefaultAddress = False
-        config.StationAddress = efidefs.ipv4(station)
-        config.SubnetMask = efidefs.ipv4(info.netmask)
-        config.StationPort = port
-        if remote is not None:
-            config.RemoteAddress = efidefs.ipv4(remote[0])
-            config.RemotePort = remote[1]
-        status = self._call("Configure", ctypes.byref(config))
+        wildcard = fam.is_wildcard(host)
+        # IPv4: an explicit address, as tcp.py does (UseDefaultAddress may switch the NIC to
+        # DHCP, facts 3.7); IPv6: all zero lets IP6 choose the source (facts 4.1).
+        station = (info.address if fam.version == 4 else None) if wildcard else host
+        config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
+                                bool(self._options["reuseaddr"]))  # SO_REUSEADDR: AllowDuplicatePort (facts 4.2)
+        deadline = events.clock() + NO_MAPPING_WAIT
+        while True:
+            status = self._call("Configure", ctypes.byref(config))
+            if status != efi.EFI_NO_MAPPING or events.clock() >= deadline:
+                break
+            # facts 3.7: UDP6 says EFI_NO_MAPPING until IP6 has a usable address; Configure again.
+            events.boot_services().Stall(10000)
         if status == efi.EFI_ACCESS_DENIED:
             # Udp4Dxe (facts 4.2): a port clash is EFI_ACCESS_DENIED.
-            _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station))
+            _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
         errors.raise_for_status(status, "udp-bind")
         self._configured = True
-        for subnet, mask, gateway in info.routes:
+        for subnet, mask, gateway in info.routes if fam.has_routes else ():
             # bits-efi-api item 3: old stacks ignored the IP4 routes in children; add them.
             # Best effort: ACCESS_DENIED (already there) or a refusal leaves the default routes.
             self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)), ctypes.byref(efidefs.ipv4(mask)),
                        ctypes.byref(efidefs.ipv4(gateway)))
-        mode = efidefs.EFI_UDP4_CONFIG_DATA()
+        mode = fam.UDP_CONFIG_DATA()
         if self._call("GetModeData", ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
             port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (facts 4.2)
         self._station = station
-        self._local = ("0.0.0.0" if host in ("", None) else host, port)
+        self._local = (fam.wildcard if wildcard else host, port)
         self._update()
+
+    def _ip_info(self):
+        """IPv4: the NIC's address (DHCP first if needed); IPv6: its addresses once a global one
+        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
+        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
 
     def _unconfigure(self):
         """Configure(NULL): every token ends EFI_ABORTED (facts 4.2).
@@ -204,12 +212,12 @@ class UdpEndpoint(object):
         rx_pointer = op.token.Packet.RxData
         if status == efi.EFI_SUCCESS and rx_pointer:
             address = ctypes.cast(rx_pointer, ctypes.c_void_p).value
-            head = efidefs.EFI_UDP4_RECEIVE_DATA.from_address(address)
-            rxdata = efidefs.udp4_receive_data(max(1, head.FragmentCount)).from_address(address)
+            head = self._fam.UDP_RECEIVE_DATA.from_address(address)
+            rxdata = self._fam.udp_receive_data(max(1, head.FragmentCount)).from_address(address)
             parts = [ctypes.string_at(f.FragmentBuffer, f.FragmentLength)
                      for f in rxdata.FragmentTable[:head.FragmentCount] if f.FragmentLength]
             session = rxdata.UdpSession
-            source = (efidefs.ipv4_text(session.SourceAddress), session.SourcePort)
+            source = (self._fam.efi_text(session.SourceAddress), session.SourcePort)
             data = b"".join(parts)[:rxdata.DataLength]
             recycle = rxdata.RecycleSignal
             # facts 4.2 / 8.1 #13: the buffer is the driver's; copy, then give it back at once.
@@ -231,7 +239,7 @@ class UdpEndpoint(object):
             self._error = errno.EHOSTUNREACH if op.status == efi.EFI_NO_MAPPING else errors.errno_for(op.status)
 
     def _post_receive(self):
-        token = efidefs.EFI_UDP4_COMPLETION_TOKEN()
+        token = self._fam.UDP_COMPLETION_TOKEN()
         op = self._submit("rx", token)
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
@@ -248,18 +256,18 @@ class UdpEndpoint(object):
             _fail(errno.EBADF, "endpoint is closed")
 
     def _address(self, address):
-        host, port = address
-        if host in ("", None):
-            host = "0.0.0.0"
-        try:
-            efidefs.ipv4(host)
-        except ValueError:
-            _fail(errno.EINVAL, "not an IPv4 address: %r" % (host,))
+        host, port = address[:2]
+        fam = self._fam
+        host = fam.canonical(fam.wildcard if host in ("", None) else str(host))
+        if host is None:
+            _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, address[0]))
         if not 0 <= int(port) <= 65535:
             _fail(errno.EINVAL, "port out of range: %r" % (port,))
         return host, int(port)
 
     def _is_broadcast(self, host):
+        if self._fam.version != 4:
+            return False  # IPv6 has no broadcast (multicast is not offered here)
         if host == "255.255.255.255":
             return True
         info = self._info or ipconfig.ensure_configured()
@@ -272,9 +280,9 @@ class UdpEndpoint(object):
         if self._configured:
             _fail(errno.EINVAL, "already bound")
         host, port = self._address(address)
-        if host != "0.0.0.0":
-            info = ipconfig.ensure_configured()
-            if host != info.address:
+        if host != self._fam.wildcard:
+            info = self._ip_info()
+            if host != info.address and host not in getattr(info, "addresses", ()):
                 _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
         self._configure(host, port, self._remote)
 
@@ -282,14 +290,14 @@ class UdpEndpoint(object):
         """Set the default peer: only its datagrams are received; send() goes there."""
         self._check_open()
         host, port = self._address(address)
-        if port == 0 or host == "0.0.0.0":
+        if port == 0 or host == self._fam.wildcard:
             _fail(errno.EINVAL, "connect to %s:%d" % (host, port))
         if host == "255.255.255.255":
             # facts 4.2: EDK2 rejects a configured RemoteAddress of 255.255.255.255
             _fail(errno.EINVAL, "EFI_UDP4 cannot connect to the limited broadcast address; use sendto")
         if self._is_broadcast(host) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast without SO_BROADCAST")
-        bound = self._local if self._local is not None else ("0.0.0.0", 0)
+        bound = self._local if self._local is not None else (self._fam.wildcard, 0)
         self._remote = (host, port)
         try:
             self._configure(bound[0], bound[1], self._remote)
@@ -320,7 +328,7 @@ class UdpEndpoint(object):
             host, port = self._remote
         else:
             host, port = self._address(address)
-            if port == 0 or host == "0.0.0.0":
+            if port == 0 or host == self._fam.wildcard:
                 _fail(errno.EINVAL, "sendto %s:%d" % (host, port))
         if not isinstance(data, bytes):
             data = memoryview(data).tobytes()
@@ -331,22 +339,22 @@ class UdpEndpoint(object):
         if len(data) > MAX_DATAGRAM:
             _fail(errno.EMSGSIZE, "%d bytes > %d" % (len(data), MAX_DATAGRAM))
         if not self._configured:
-            self._configure("0.0.0.0", 0)  # implicit bind to an ephemeral port, as the kernel does
+            self._configure(self._fam.wildcard, 0)  # implicit bind to an ephemeral port, as the kernel does
         if self._is_broadcast(host) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast to %s without SO_BROADCAST" % host)
         if len(self._tx_ops) >= MAX_TRANSMITS:
             return None
-        session = efidefs.EFI_UDP4_SESSION_DATA()
-        session.DestinationAddress = efidefs.ipv4(host)
+        session = self._fam.UDP_SESSION_DATA()
+        session.DestinationAddress = self._fam.efi_address(host)
         session.DestinationPort = port
-        txdata = efidefs.EFI_UDP4_TRANSMIT_DATA()
+        txdata = self._fam.UDP_TRANSMIT_DATA()
         txdata.UdpSessionData = ctypes.pointer(session)
         txdata.DataLength = len(data)
         txdata.FragmentCount = 1
         txdata.FragmentTable[0].FragmentLength = len(data)
         # Zero-copy (facts 4.2): the bytes object is the fragment; kept in the registry (rule 3).
         txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
-        token = efidefs.EFI_UDP4_COMPLETION_TOKEN()
+        token = self._fam.UDP_COMPLETION_TOKEN()
         token.Packet.TxData = ctypes.pointer(txdata)
         op = self._submit("tx", token, keep=(txdata, session, data))
         status = self._call("Transmit", ctypes.byref(token))
@@ -416,7 +424,7 @@ class UdpEndpoint(object):
         if self._handle is not None:
             if self._configured:
                 self._unconfigure()
-            self._nic.destroy_child(UDP4_SB, self._handle)
+            self._nic.destroy_child(self._fam.udp_sb, self._handle)
             events.abandon(self)
             self._consume()
             self._handle = self._proto = None

@@ -1,7 +1,7 @@
 """A small DNS server on loopback for the tests (RFC 1035 over UDP, one question per query).
 
 ``DnsPeer(records)`` serves ``records``: {name: [(type, value), ...]} with ``type`` "A" (value:
-dotted quad), "CNAME" (value: target name; the chain is followed within the table and every
+dotted quad), "AAAA" (value: IPv6 text), "CNAME" (value: target name; the chain is followed within the table and every
 record of it is answered, as a recursive server does) or "PTR" (value: name; the key is the
 in-addr.arpa name, see ``reverse_name``). Unknown names get NXDOMAIN. Behaviours per name:
 ``silent`` (never answered), ``servfail`` (rcode 2), ``truncated`` (TC bit set and the answer
@@ -17,7 +17,7 @@ import struct
 import threading
 
 HOST = "127.0.0.1"
-TYPES = {"A": 1, "CNAME": 5, "PTR": 12}
+TYPES = {"A": 1, "CNAME": 5, "PTR": 12, "AAAA": 28}
 TTL = 60
 
 
@@ -141,6 +141,8 @@ class DnsPeer(object):
                 answers += encode_name(owner)
             if kind == "A":
                 rdata = socket.inet_aton(value)
+            elif kind == "AAAA":
+                rdata = socket.inet_pton(socket.AF_INET6, value)
             else:
                 rdata = encode_name(value)
                 offsets.setdefault(value.lower(), base + len(answers) + 10)

@@ -16,7 +16,8 @@ HTTP (the given port)
   GET /connect/HOST/PORT/TOKEN   the lab connects to HOST:PORT, sends TOKEN and closes (FIN):
                                  proves a listening socket in the firmware is reachable
   GET /                          a short text page
-TCP echo, UDP echo (one port)    everything echoed until the client closes
+TCP echo, UDP echo (one port)    everything echoed until the client closes (TCP also over IPv6 on
+                                 [::1] or [::], as lab.json says: tcp_echo6, address6)
 DNS (UDP)                        A records for the names in NAMES, NXDOMAIN for the rest
 """
 
@@ -66,6 +67,8 @@ class _HttpHandler(BaseHTTPRequestHandler):
         if parts == ["lab.json"]:
             info = {"tcp_echo": lab.echo_port, "udp_echo": lab.echo_port, "dns": lab.dns_port,
                     "address": lab.host, "names": NAMES}
+            if lab.echo6 is not None:  # TCP echo over IPv6 too (bitsnet.selftest's IPv6 check)
+                info.update(tcp_echo6=lab.echo6.server_address[1], address6=lab.host6)
             return self._reply(200, json.dumps(info).encode("ascii"), "application/json")
         if len(parts) == 2 and parts[0] == "bytes" and parts[1].isdigit():
             size = int(parts[1])
@@ -123,6 +126,10 @@ class _ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 
+class _ThreadingTCPServer6(_ThreadingTCPServer):
+    address_family = socket.AF_INET6
+
+
 class _UdpEchoHandler(socketserver.BaseRequestHandler):
     def handle(self):
         data, sock = self.request
@@ -178,6 +185,16 @@ class Lab(object):
         self.dns = self._udp_server(_DnsHandler, 0)
         self.dns_port = self.dns.server_address[1]
         self._servers = [self.http, self.echo, self.udp_echo, self.dns]
+        # An IPv6 TCP echo on the same port where the host has IPv6: [::1] for a loopback lab
+        # (the simulator), [::] for --host 0.0.0.0; none for a lab bound to one IPv4 address.
+        self.host6 = "::1" if host.startswith("127.") else "::" if host in ("", "0.0.0.0") else None
+        self.echo6 = None
+        if self.host6 is not None:
+            try:
+                self.echo6 = _ThreadingTCPServer6((self.host6, self.echo_port), _EchoHandler)
+                self._servers.append(self.echo6)
+            except (socket.error, OSError, ValueError):
+                self.echo6 = None  # no IPv6 on this host, or the port is taken there
 
     def _udp_server(self, handler, port):
         server = socketserver.UDPServer((self.host, port), handler, bind_and_activate=False)

@@ -1,0 +1,254 @@
+"""What differs between AF_INET and AF_INET6, in one place; everything else is shared.
+
+Contents: address text <-> packed bytes for both families (``pack_ipv4``, ``pack_ipv6``,
+``format_ipv6`` -- glibc's inet_pton/inet_ntop rules, pure Python) -- ``Family``: per family
+the service-binding GUIDs, the EFI protocol classes and structures, the address conversions,
+the wildcard and loopback addresses, and the config-data builders -- ``INET``, ``INET6``,
+``of(af)``.
+
+``tcp.TcpEndpoint`` and ``udp.UdpEndpoint`` take a ``Family`` and call only what is here for
+anything version-specific: EFI_TCP6/UDP6 differ from TCP4/UDP4 only in the address fields of
+the access point / config data / session data, in having no Routes() slot (facts 3.2, 4.1) and
+no UseDefaultAddress/SubnetMask (an all-zero StationAddress lets IP6 choose the source, facts
+3.7). Tokens, fragment tables and the completion rules are the same (facts 3.1: "TCPx").
+
+The EFI structures are looked up in ``efidefs`` by name when first used (``fam.TCP_IO_TOKEN`` is
+``efidefs.EFI_TCP6_IO_TOKEN`` for INET6): nothing here touches the firmware, and importing this
+module needs no IPv6 structure at all.
+"""
+
+import struct
+
+from bitsnet import efidefs
+
+try:
+    from typing import Any, Optional  # noqa: F401  (type comments)
+except ImportError:  # BITS's Python 2.7 has no typing module
+    pass
+
+AF_INET = 2
+AF_INET6 = 10  # Linux's value, as _socket exports it
+
+_HEX = "0123456789abcdefABCDEF"
+
+
+# --- address text <-> bytes (inet_pton / inet_ntop, glibc's rules) ----------------------------
+def pack_ipv4(text):
+    # type: (str) -> Optional[bytes]
+    """inet_pton(AF_INET): exactly four decimal parts 0..255, no leading zeros; None if not."""
+    parts = text.split(".")
+    if len(parts) != 4:
+        return None
+    for part in parts:
+        if not part or len(part) > 3 or any(c not in "0123456789" for c in part) or \
+                (len(part) > 1 and part[0] == "0") or int(part) > 255:
+            return None
+    return struct.pack("!4B", *[int(p) for p in parts])
+
+
+def pack_ipv6(text):
+    # type: (str) -> Optional[bytes]
+    """inet_pton(AF_INET6): 16 bytes, or None. Groups of 1-4 hex digits, at most one "::"
+    standing for at least one zero group, and a dotted quad as the last 32 bits (RFC 4291 2.2,
+    as glibc's inet_pton6 reads it: no zone index, no brackets)."""
+    if not text or len(text) > 45:
+        return None
+    head, sep, tail = text.partition("::")
+    if "::" in tail or (sep and (head.endswith(":") or tail.startswith(":"))):
+        return None
+    left = head.split(":") if head else []
+    right = tail.split(":") if tail else []
+    last = right if sep else left
+    if last and "." in last[-1]:
+        v4 = pack_ipv4(last.pop())
+        if v4 is None:
+            return None
+        last.extend("%x" % word for word in struct.unpack("!2H", v4))
+    for group in left + right:
+        if not 1 <= len(group) <= 4 or any(c not in _HEX for c in group):
+            return None
+    missing = 8 - len(left) - len(right)
+    if (sep and missing < 1) or (not sep and missing != 0):
+        return None
+    return struct.pack("!8H", *([int(g, 16) for g in left] + [0] * missing + [int(g, 16) for g in right]))
+
+
+def format_ipv6(packed):
+    # type: (bytes) -> str
+    """inet_ntop(AF_INET6) of 16 bytes, as glibc writes it (RFC 5952 but for the embedded IPv4
+    rule): lower-case hex without leading zeros; the longest run of two or more zero groups
+    (the first of equal runs) as "::"; "::a.b.c.d" and "::ffff:a.b.c.d" when the first 6 (or 5,
+    then ffff) groups are zero."""
+    words = struct.unpack("!8H", packed)
+    best, best_len, run, run_len = -1, 0, -1, 0
+    for i, word in enumerate(words):
+        if word == 0:
+            if run < 0:
+                run, run_len = i, 0
+            run_len += 1
+            if run_len > best_len:
+                best, best_len = run, run_len
+        else:
+            run = -1
+    if best_len < 2:
+        best, best_len = -1, 0
+    out = []
+    for i in range(8):
+        if best <= i < best + best_len:
+            if i == best:
+                out.append(":")
+            continue
+        if i:
+            out.append(":")
+        if i == 6 and best == 0 and (best_len == 6 or (best_len == 5 and words[5] == 0xffff)):
+            out.append("%d.%d.%d.%d" % struct.unpack("!4B", packed[12:]))
+            break
+        out.append("%x" % words[i])
+    if best >= 0 and best + best_len == 8:
+        out.append(":")
+    return "".join(out)
+
+
+def ipv6_literal(text):
+    # type: (str) -> Optional[str]
+    """The canonical text of an IPv6 literal (``%scope`` kept off), or None."""
+    packed = pack_ipv6(text.split("%", 1)[0]) if "%" in text else pack_ipv6(text)
+    return None if packed is None else format_ipv6(packed)
+
+
+# --- the two families ----------------------------------------------------------------------------
+class Family(object):
+    """One address family: constants, address conversions and the EFI structures by name.
+
+    ``fam.TCP_IO_TOKEN``, ``fam.UDP_CONFIG_DATA``... are ``efidefs.EFI_TCP4_IO_TOKEN`` /
+    ``EFI_UDP6_CONFIG_DATA``...: the name with the version digit taken out."""
+
+    def __init__(self, af, version, wildcard, loopback, size):
+        # type: (int, int, str, str, int) -> None
+        self.af = af
+        self.version = version
+        self.wildcard = wildcard  # "" and None bind to this
+        self.loopback = loopback
+        self.size = size  # packed address bytes
+        self.name = "IPv%d" % version
+        sb = "EFI_%s%d_SERVICE_BINDING_PROTOCOL_GUID"
+        self.tcp_sb = getattr(efidefs, sb % ("TCP", version))
+        self.udp_sb = getattr(efidefs, sb % ("UDP", version))
+        # EFI_TCP6/UDP6 have no Routes() (facts 3.2, 4.1) and no UseDefaultAddress/SubnetMask.
+        self.has_routes = version == 4
+
+    def __repr__(self):
+        return "<Family %s>" % self.name
+
+    def __getattr__(self, name):
+        # TCP_IO_TOKEN -> EFI_TCP4_IO_TOKEN; Tcp_StateClosed -> Tcp4StateClosed
+        if name.startswith(("TCP_", "UDP_", "DNS_")):
+            value = getattr(efidefs, "EFI_%s%d_%s" % (name[:3], self.version, name[4:]))
+            setattr(self, name, value)  # once: the hot paths ask for token types on every call
+            return value
+        raise AttributeError(name)
+
+    # -- addresses
+    def pack(self, text):
+        # type: (str) -> Optional[bytes]
+        """Packed bytes of a literal of this family, or None."""
+        if self.version == 4:
+            return pack_ipv4(text)
+        return pack_ipv6(text.split("%", 1)[0])
+
+    def text(self, packed):
+        # type: (bytes) -> str
+        return "%d.%d.%d.%d" % struct.unpack("!4B", packed) if self.version == 4 else format_ipv6(packed)
+
+    def canonical(self, text):
+        # type: (str) -> Optional[str]
+        """The normalised literal, or None if ``text`` is not one of this family."""
+        packed = self.pack(text)
+        return None if packed is None else self.text(packed)
+
+    def efi_address(self, text=None):
+        """EFI_IPv4_ADDRESS / EFI_IPv6_ADDRESS for a literal (None or "": all zero)."""
+        address = efidefs.EFI_IPv4_ADDRESS() if self.version == 4 else efidefs.EFI_IPv6_ADDRESS()
+        if text:
+            packed = self.pack(text)
+            if packed is None:
+                raise ValueError("not an %s address: %r" % (self.name, text))
+            address.Addr[:] = bytearray(packed)
+        return address
+
+    def efi_text(self, address):
+        # type: (Any) -> str
+        return self.text(bytes(bytearray(address.Addr)))
+
+    def sockaddr(self, host, port):
+        """The address tuple Python shows: (host, port) or (host, port, flowinfo, scope_id)."""
+        return (host, port) if self.version == 4 else (host, port, 0, 0)
+
+    def is_wildcard(self, host):
+        return host in ("", None) or host == self.wildcard
+
+    # -- EFI config data (facts 3.1, 4.1): only the address fields differ
+    def tcp_access_point(self, config, station, netmask, port, remote, active):
+        """Fill ``config.AccessPoint``; ``station`` None lets the firmware choose (IPv6 only)."""
+        ap = config.AccessPoint
+        if self.version == 4:
+            # bits-efi-api item 2 (old TcpDxe): UseDefaultAddress=TRUE failed with
+            # EFI_ALREADY_STARTED, and on current EDK2 it may switch the NIC to DHCP (facts 3.7):
+            # give the address explicitly.
+            ap.UseDefaultAddress = False
+            ap.SubnetMask = efidefs.ipv4(netmask)
+        ap.StationAddress = self.efi_address(station)
+        ap.StationPort = port
+        if remote is not None:
+            ap.RemoteAddress = self.efi_address(remote[0])
+            ap.RemotePort = remote[1]
+        ap.ActiveFlag = active
+
+    def tcp_config(self, hop_limit):
+        config = self.TCP_CONFIG_DATA()
+        if self.version == 4:
+            config.TimeToLive = hop_limit
+        else:
+            config.HopLimit = hop_limit
+        return config
+
+    def udp_receive_data(self, count):
+        """EFI_UDPx_RECEIVE_DATA with a FragmentTable of ``count`` entries."""
+        return getattr(efidefs, "udp%d_receive_data" % self.version)(count)
+
+    def udp_config(self, station, netmask, port, remote, hop_limit, receive_timeout, duplicate_port):
+        config = self.UDP_CONFIG_DATA()
+        config.AllowDuplicatePort = duplicate_port
+        config.ReceiveTimeout = receive_timeout
+        if self.version == 4:
+            config.AcceptBroadcast = True
+            config.TimeToLive = hop_limit
+            # Explicit address, as tcp.py does: UseDefaultAddress may switch the NIC to DHCP (facts 3.7).
+            config.UseDefaultAddress = False
+            config.SubnetMask = efidefs.ipv4(netmask)
+        else:
+            config.HopLimit = hop_limit
+        config.StationAddress = self.efi_address(station)
+        config.StationPort = port
+        if remote is not None:
+            config.RemoteAddress = self.efi_address(remote[0])
+            config.RemotePort = remote[1]
+        return config
+
+
+INET = Family(AF_INET, 4, "0.0.0.0", "127.0.0.1", 4)
+INET6 = Family(AF_INET6, 6, "::", "::1", 16)
+_BY_AF = {AF_INET: INET, AF_INET6: INET6}
+
+
+def of(af):
+    # type: (int) -> Family
+    """The Family for an AF_* number; KeyError if bitsnet has none."""
+    return _BY_AF[af]
+
+
+def of_address(text):
+    """The Family whose literal ``text`` is (INET6 for anything with a ':'), or None."""
+    if ":" in text:
+        return INET6 if INET6.pack(text) is not None else None
+    return INET if pack_ipv4(text) is not None else None
