@@ -8,7 +8,7 @@ is deliberately no ``epoll``, ``kqueue`` or ``devpoll``.
 Arguments are socket objects (anything with ``fileno()``) or the integers ``fileno()`` gave;
 both are looked up in ``_socket``'s fd table (never handed to an OS). Readiness comes only from
 the endpoint predicates (``can_recv``, ``can_send``, ``acceptable``...), evaluated in one wait
-loop: ``events.wait_until(ready, deadline, poll=<Poll of every endpoint involved>)``.
+loop: ``events.wait_until(ready, deadline, poll=<one endpoint's progress() per round>)``.
 
 Side effect worth knowing: asking whether a socket is readable keeps one EFI Receive (or, for
 a listening socket, one Accept) outstanding on it -- that is how arriving data is noticed at
@@ -70,24 +70,43 @@ def _bad_fd():
     return error(_errno.EBADF, "Bad file descriptor")
 
 
-def _events_of(descriptor):
-    """poll(2)-style event bits for the socket ``descriptor`` names, right now."""
+def _events_of(descriptor, wanted=_READABLE | _WRITABLE):
+    """poll(2)-style event bits for the socket ``descriptor`` names, right now. Only the
+    predicates ``wanted`` needs are asked (poll() asks this of every socket on every round);
+    the _ALWAYS bits are reported regardless."""
     endpoint = descriptor.endpoint
     if endpoint.listening:
-        return _READABLE if endpoint.acceptable() else 0
+        return _READABLE if wanted & _READABLE and endpoint.acceptable() else 0
     if endpoint.connecting:
         return 0
     mask = 0
-    if descriptor.read_shut or endpoint.can_recv():
+    if wanted & _READABLE and (descriptor.read_shut or endpoint.can_recv()):
         mask |= _READABLE
     if endpoint.connected:
-        if endpoint.can_send():
+        if wanted & _WRITABLE and endpoint.can_send():
             mask |= _WRITABLE
     else:
         # Never connected, failed, reset or closed: recv and send return at once (EOF or the
         # error), so the socket is readable and writable, and hung up -- as Linux reports it.
         mask |= _READABLE | _WRITABLE | POLLHUP
     return mask
+
+
+def _readable(descriptor):
+    """select()'s read test: ``_events_of(descriptor) & (_READABLE | POLLHUP)``, with one
+    predicate instead of four -- select() asks this of every socket on every round. The same
+    answer, because ``can_recv()`` is already True for a socket that is not connected (never
+    connected, failed, reset, closed: recv returns at once), is what ``acceptable()`` adds up
+    to for a listener, and is False while connecting."""
+    return descriptor.read_shut or descriptor.endpoint.can_recv()
+
+
+def _writable(descriptor):
+    """select()'s write test: ``_events_of(descriptor) & _WRITABLE``, likewise: ``can_send()``
+    is True for a socket that is not connected and False while connecting; a listener is
+    never writable."""
+    endpoint = descriptor.endpoint
+    return not endpoint.listening and endpoint.can_send()
 
 
 class _Waiter(object):
@@ -103,13 +122,21 @@ class _Waiter(object):
         for descriptor in self.descriptors.values():
             endpoints[id(descriptor.endpoint)] = descriptor.endpoint
         self.endpoints = list(endpoints.values())
+        self._turn = 0
 
     def progress(self):
-        for endpoint in self.endpoints:
-            endpoint.progress()
+        # One Poll per round, through one endpoint in turn: EDK2's Poll pulls the NIC's next
+        # frame whichever child it is called on (facts 3.3 Poll: the children share IP, MNP and
+        # SNP), so Polling every endpoint would cost O(sockets) EFI calls per round, for nothing
+        # when they are idle. progress() consumes the completions of every endpoint of its
+        # module (the _dirty sets), and the readiness predicates consume their own, so the
+        # others lose nothing by not being Polled themselves.
+        if self.endpoints:
+            self.endpoints[self._turn % len(self.endpoints)].progress()
+            self._turn += 1
 
     def wait(self, ready, timeout):
-        """Poll every endpoint once, then wait until ``ready()`` or ``timeout`` seconds."""
+        """Poll once, then wait until ``ready()`` or ``timeout`` seconds."""
         self.progress()
         deadline = None if timeout is None else _events.clock() + timeout
         return _events.wait_until(ready, deadline, poll=self.progress)
@@ -164,11 +191,11 @@ class _Select(object):
                 if fd not in waiter.descriptors:
                     raise _bad_fd()
         result = [[], [], []]
+        descriptors = waiter.descriptors
 
         def ready():
-            masks = dict((fd, _events_of(d)) for fd, d in waiter.descriptors.items())
-            result[0] = [obj for obj, fd in lists[0] if masks[fd] & (_READABLE | POLLHUP)]
-            result[1] = [obj for obj, fd in lists[1] if masks[fd] & _WRITABLE]
+            result[0] = [obj for obj, fd in lists[0] if _readable(descriptors[fd])]
+            result[1] = [obj for obj, fd in lists[1] if _writable(descriptors[fd])]
             return bool(result[0] or result[1])
 
         waiter.wait(ready, seconds)
@@ -241,7 +268,7 @@ class poll(object):
                 if descriptor is None or _socket.lookup(fd) is not descriptor:
                     result.append((fd, POLLNVAL))
                     continue
-                revents = _events_of(descriptor) & (wanted | _ALWAYS)
+                revents = _events_of(descriptor, wanted) & (wanted | _ALWAYS)
                 if revents:
                     result.append((fd, revents))
             return bool(result)

@@ -54,6 +54,7 @@ PATTERN = bytes(bytearray(range(251))) * (4 * 1024 * 1024 // 251 + 1)  # the pee
 UDP_PAYLOAD = 64  # bytes per UDP datagram in the datagram figure
 RAW_POLL_BATCHES = (0, 16)  # ceiling B bulk receive: Polls between Receives (raw_bulk_recv); best taken
 WAIT = 30.0  # seconds one operation may take before the bench gives up on it
+RAW_CONTEXT_BASE = 1 << 24  # trampoline contexts of ceiling B's events: never one of bitsnet's slots
 _clock = getattr(time, "monotonic", time.time)
 PY2 = sys.version_info[0] == 2
 
@@ -507,16 +508,21 @@ class Raw(object):
         self.sb = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL.from_handle(handles[0])
 
     def event(self):
-        """A new event; its number (trampoline context) is its index in ``self.events``."""
+        """A new event; its number (trampoline context) is RAW_CONTEXT_BASE + its index + 1.
+
+        Distinct from bitsnet's slot numbers: a bitsnet socket closing in the background (TIME_WAIT)
+        can complete a token while the raw loop's dispatcher is installed; ``finish`` hands such
+        numbers back to bitsnet, and the raw loop must not take them for its own."""
         event = self.efi.EFI_EVENT()
+        number = RAW_CONTEXT_BASE + len(self.events) + 1
         if self.mode == "trampoline":
             status = self.bs.CreateEvent(self.efi.EVT_NOTIFY_SIGNAL, self.efi.TPL_CALLBACK, self.notify,
-                                         ctypes.c_void_p(len(self.events) + 1), ctypes.byref(event))
+                                         ctypes.c_void_p(number), ctypes.byref(event))
         else:
             status = self.bs.CreateEvent(0, 0, self.efi.EFI_EVENT_NOTIFY(), None, ctypes.byref(event))
         self.efi.check_status(status)
         self.events.append(event.value)
-        return event.value, len(self.events)
+        return event.value, number
 
     def signalled(self, event, number):
         """Has ``event`` fired? (clears it). Trampoline: pending calls ran between bytecodes."""
@@ -614,6 +620,10 @@ class Raw(object):
         del self.events[:]
         if self.mode == "trampoline" and self.previous is not None:
             self.trampoline.set_dispatcher(self.previous)
+            # Notifications of bitsnet's own events that arrived meanwhile: bitsnet only records
+            # them (events.py rule 2), so handing them over now is just a late delivery.
+            for number in sorted(n for n in self.fired if n < RAW_CONTEXT_BASE):
+                self.previous(number)
 
 
 def raw_bulk_recv(raw, peer, size, batch=0):

@@ -5,12 +5,35 @@ A driver class mixes in ``ServiceBinding`` and provides ``children`` (handle -> 
 ``install_service_binding`` builds the driver's protocol functions once -- every child's
 interface points at the same callbacks (``new_interface``) -- and installs the service binding
 on the NIC handle; CreateChild/DestroyChild then behave as EDK2's do for TCP4, UDP4 and DNS4.
+
+Memory of destroyed children: EDK2 frees a child's instance (its protocol interface included)
+and its handle inside DestroyChild. The simulator keeps the most recent RETIRED_KEEP of them
+mapped (``RetiredMemory``), so that a call through a just-destroyed child's interface reaches
+the driver, which reports it, instead of crashing the host process -- as firmware.py keeps
+recently freed pool mapped and poisoned -- and releases older ones, so that memory after
+10 000 connections is back where it started, as on real firmware.
 """
 
 import ctypes
 
 from efisim import uefi
 from efisim.firmware import FIRMWARE, efiapi
+
+
+RETIRED_KEEP = 256  # destroyed children's interfaces and handles stay mapped this long
+
+
+class RetiredMemory(list):
+    """Memory of destroyed children, kept mapped until RETIRED_KEEP newer items follow it.
+
+    A list (drivers ``append`` to it and may trim it themselves with ``del retired[:-n]``)
+    that releases its oldest items itself.
+    """
+
+    def append(self, item):
+        list.append(self, item)
+        if len(self) > RETIRED_KEEP:
+            del self[:-RETIRED_KEEP]
 
 
 class ServiceBinding(object):
@@ -20,6 +43,7 @@ class ServiceBinding(object):
         """Build ``self.functions`` for ``protocol_class`` from the driver's ``_<Name>`` methods,
         and install ``binding_class`` on the NIC handle."""
         self.protocol_class = protocol_class
+        self._retired = RetiredMemory()  # the driver appends destroyed children's interfaces
         self.functions = {}
         for name, ftype in protocol_class._fields_:
             self.functions[name] = ftype(getattr(self, "_" + name))
@@ -63,4 +87,11 @@ class ServiceBinding(object):
             if child is None:
                 return uefi.EFI_UNSUPPORTED  # not a child of this service
             self.destroy(child)
+            if handle not in FIRMWARE.handles:
+                # Its last protocol is gone, so the handle no longer exists (firmware.py,
+                # uninstall_protocol): release its memory too, after the same quarantine.
+                # firmware.py has no call that frees a handle; its table is reached directly.
+                cell = FIRMWARE._handle_cells.pop(handle, None)
+                if cell is not None:
+                    self._retired.append(cell)
         return uefi.EFI_SUCCESS
