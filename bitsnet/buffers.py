@@ -23,14 +23,14 @@ class ByteQueue(object):
         self.limit = limit  # None: unbounded
         self._chunks = collections.deque()  # type: collections.deque   # of bytes
         self._offset = 0  # bytes of _chunks[0] already consumed
-        self._size = 0
+        self.size = 0  # bytes queued; hot paths read it directly rather than call len()/bool()
 
     def __len__(self):
         # type: () -> int
-        return self._size
+        return self.size
 
     def __bool__(self):
-        return self._size > 0
+        return self.size > 0
 
     __nonzero__ = __bool__  # Python 2.7
 
@@ -39,11 +39,11 @@ class ByteQueue(object):
         """Bytes that may still be appended before ``limit`` (a large number if unbounded)."""
         if self.limit is None:
             return 1 << 62
-        return max(0, self.limit - self._size)
+        return max(0, self.limit - self.size)
 
     def full(self):
         # type: () -> bool
-        return self.limit is not None and self._size >= self.limit
+        return self.limit is not None and self.size >= self.limit
 
     def append(self, data):
         # type: (bytes) -> None
@@ -53,7 +53,7 @@ class ByteQueue(object):
         if not isinstance(data, bytes):
             data = memoryview(data).tobytes()  # bytes(memoryview) is its repr on Python 2.7
         self._chunks.append(data)
-        self._size += len(data)
+        self.size += len(data)
 
     def unread(self, data):
         # type: (bytes) -> None
@@ -64,7 +64,7 @@ class ByteQueue(object):
             self._chunks[0] = self._chunks[0][self._offset:]
             self._offset = 0
         self._chunks.appendleft(data if isinstance(data, bytes) else memoryview(data).tobytes())
-        self._size += len(data)
+        self.size += len(data)
 
     def peek(self, n=None):
         # type: (int) -> bytes
@@ -82,7 +82,7 @@ class ByteQueue(object):
         if hasattr(view, "cast") and (view.format != "B" or view.ndim != 1):
             view = view.cast("B")  # Python 3: byte-wise view of e.g. a ctypes array or array('i')
         limit = len(view) if n is None else min(n, len(view))
-        limit = min(limit, self._size)
+        limit = min(limit, self.size)
         copied = 0
         offset = self._offset
         index = 0
@@ -102,7 +102,7 @@ class ByteQueue(object):
     def discard(self, n=None):
         # type: (int) -> int
         """Drop up to ``n`` bytes from the front (all if None); returns how many were dropped."""
-        n = self._size if n is None else min(n, self._size)
+        n = self.size if n is None else min(n, self.size)
         left = n
         while left:
             chunk = self._chunks[0]
@@ -114,18 +114,18 @@ class ByteQueue(object):
             else:
                 self._offset += left
                 left = 0
-        self._size -= n
+        self.size -= n
         return n
 
     def _gather(self, n, consume):
-        n = self._size if n is None else max(0, min(n, self._size))
+        n = self.size if n is None else max(0, min(n, self.size))
         if not n:
             return b""
         first = self._chunks[0]
         if self._offset == 0 and len(first) == n:  # the common case: one whole chunk
             if consume:
                 self._chunks.popleft()
-                self._size -= n
+                self.size -= n
             return first
         if len(first) - self._offset >= n:  # inside the first chunk
             data = first[self._offset:self._offset + n]

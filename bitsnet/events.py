@@ -248,17 +248,23 @@ def _rescan():
 def process():
     # type: () -> int
     """Process every completion noticed so far; returns how many. Main thread only (Rule 2)."""
-    current = mode()
-    done = []
+    # Hot path: every round of every wait runs this, usually to find nothing. The common
+    # trampoline case with nothing notified returns after one C call and two reads.
+    current = _state["mode"] or mode()
     if current == "trampoline":
         lost = _state["trampoline"].overflow()
+        if not lost and not _ready:
+            return 0
+        done = []
         if lost:
             stats["overflowed"] += lost
             done.extend(_rescan())
     elif current == "efi-hook":
+        done = []
         if _pending and clock() - _state["last_rescan"] > EFI_HOOK_RESCAN_INTERVAL:
             done.extend(_rescan())
     else:
+        done = []
         bs = boot_services()
         for slot, op in list(_pending.items()):
             if bs.CheckEvent(_events[slot]) == efi.EFI_SUCCESS:
@@ -271,29 +277,46 @@ def process():
             stats["stale"] += 1
             continue
         done.append(op)
+    if not done:
+        return 0
+    if len(done) == 1:  # the usual case: no set, no sort
+        op = done[0]
+        if op.done:
+            return 0
+        _finish(op)
+        return 1
     # One completion can be found twice (notified and rescanned); finish each once, in the
     # order the tokens were submitted.
     finished = 0
-    for op in sorted(set(done), key=lambda o: o.seq):
+    for op in sorted(set(done), key=_seq):
         if not op.done:
             _finish(op)
             finished += 1
     return finished
 
 
-def wait_until(predicate, deadline, poll=None):
+def _seq(op):
+    return op.seq
+
+
+def wait_until(predicate, deadline, poll=None, checked=False):
     """Wait for ``predicate()`` to hold, driving the firmware, until ``deadline``.
 
     ``deadline`` is an absolute ``clock()`` value, or None to wait forever. ``poll`` is called
     on every round: EDK2 moves received frames only when polled or on its 10 ms timer, so a
     wait that does not Poll is slow (facts section 3.4). Returns whether the predicate held.
+    ``checked``: the caller has just found ``predicate()`` false, so the first round Polls
+    before asking again (a request/response round trip waits once per exchange).
     """
     idle = 0
     while True:
-        if process():
-            idle = 0
-        if predicate():
-            return True
+        if checked:
+            checked = False
+        else:
+            if process():
+                idle = 0
+            if predicate():
+                return True
         if deadline is not None and clock() >= deadline:
             return False
         if poll is not None:

@@ -79,16 +79,25 @@ def _events_of(descriptor, wanted=_READABLE | _WRITABLE):
         return _READABLE if wanted & _READABLE and endpoint.acceptable() else 0
     if endpoint.connecting:
         return 0
-    mask = 0
+    # Linux (tcp_poll, datagram_poll): POLLERR while an error is pending, until SO_ERROR (or
+    # the recv/send that raises it) takes it.
+    mask = POLLERR if endpoint.has_error() else 0
     if wanted & _READABLE and (descriptor.read_shut or endpoint.can_recv()):
         mask |= _READABLE
     if endpoint.connected:
         if wanted & _WRITABLE and endpoint.can_send():
             mask |= _WRITABLE
+        if endpoint.hung_up():
+            mask |= POLLHUP  # reset: still "connected" until recv/send report it
     else:
         # Never connected, failed, reset or closed: recv and send return at once (EOF or the
         # error), so the socket is readable and writable, and hung up -- as Linux reports it.
         mask |= _READABLE | _WRITABLE | POLLHUP
+    if mask & POLLERR and descriptor.type == _socket.SOCK_DGRAM and not descriptor.read_shut \
+            and not descriptor.endpoint.pending():
+        # Linux datagram_poll: an error alone is POLLERR, not POLLIN (can_recv() counts it, as
+        # recv returns at once with it -- and select() reports such a socket readable).
+        mask &= ~_READABLE
     return mask
 
 

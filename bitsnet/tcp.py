@@ -19,9 +19,11 @@ Rule 2 -- One Receive is outstanding whenever the connection is up and the Pytho
 buffer is under its bound (facts 3.3 Receive: EDK2 has no "bytes available" query). That token
 is how data, FIN and RST are noticed, and so what makes select() work; it also keeps EDK2's own
 buffer empty, which matters at close (rule 4). Receive often completes synchronously: every
-post is followed by ``events.check``. One exception, for speed: while a bulk stream arrives
-(the last Receive brought a full segment) the next Receive is posted by the next ``progress()``
-after a batch of Polls (see ``_post_deferred``); every wait calls ``progress()``.
+post is followed by ``events.check``. One exception, for speed: after a Receive brought data,
+the next one is posted by the next ``progress()`` -- every wait calls it, before it Polls, so
+nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a request/response
+exchange thus answers before paying for the next Receive. While a bulk stream arrives (the last
+Receive brought a full segment) that ``progress()`` first Polls a batch (see ``_post_deferred``).
 
 Rule 3 -- Sending is bounded in Python (facts 8.1 #6: EDK2 never says "buffer full"). ``send``
 queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
@@ -80,7 +82,7 @@ _closing = []  # type: list      # endpoints the reaper still finishes (rule 4)
 _dirty = set()  # type: set      # endpoints with completions not yet consumed
 _reaper = {"next_sweep": 0.0}  # when _reap_due() next sweeps every closing endpoint
 _reap_wanted = set()  # type: set   # closing endpoints with a completion since they were reaped
-_rx_deferred = set()  # type: set   # streaming endpoints whose next Receive progress() posts
+_rx_deferred = set()  # type: set   # endpoints whose next Receive progress() posts (rule 2)
 REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
 
 
@@ -113,7 +115,7 @@ class TcpEndpoint(object):
         self._done = []  # type: list   # (kind, op) recorded by on_done (rule 1)
         self._rx = ByteQueue(DEFAULT_RCVBUF)
         self._rx_buffer = None  # the Receive buffer, packet and token, made once (_post_receive)
-        self._rx_packet = self._rx_token = None
+        self._rx_packet = self._rx_token = self._rx_fragment = None
         self._tx_free = []  # type: list   # (token, packet) pairs of completed Transmits, for reuse
         self._rx_op = None
         self._eof = False  # peer FIN seen
@@ -134,6 +136,7 @@ class TcpEndpoint(object):
         self._user_closed = False
         self._settled = False  # see _refresh()
         self._streaming = False  # the last Receive brought a full segment: see _post_deferred
+        self._rx_later = False  # the last Receive brought data: the next one waits (rule 2)
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
@@ -155,6 +158,19 @@ class TcpEndpoint(object):
             self._handle = self._nic.create_child(self._fam.tcp_sb)
             self._proto = self._fam.TCP_PROTOCOL.from_handle(self._handle)
             _live.add(self)
+
+    def _renew_child(self):
+        """Swap the (unconfigured, tokenless) child for a new one.
+
+        EDK2 quirk (TcpConfigurePcb, measured on OVMF by tests/firmware/scenarios/23_tcp_options.scn):
+        EnableNagle=FALSE sets TCP_CTRL_NO_NAGLE, which nothing clears for the life of the child --
+        not Configure(NULL), not a later Configure with EnableNagle=TRUE. So TCP_NODELAY turned
+        back off between bind() and connect()/listen() needs a new child. (Timestamps and window
+        scaling are as sticky, but bitsnet always asks for them.)"""
+        self._nic.destroy_child(self._fam.tcp_sb, self._handle)
+        events.abandon(self)  # nothing is outstanding on an unconfigured child; for certainty
+        self._handle = self._proto = None
+        self._ensure_child()
 
     @classmethod
     def _adopt(cls, the_nic, handle, listener):
@@ -214,7 +230,10 @@ class TcpEndpoint(object):
             return info
         if self._configured is not None:
             self._call("Configure", None)
+            nagle_was_off = dict(self._configured[5])["nodelay"]
             self._configured = None
+            if nagle_was_off and not self._options["nodelay"]:
+                self._renew_child()
         fam = self._fam
         config = fam.tcp_config(TIME_TO_LIVE)
         # IPv4: the station address is always explicit (bits-efi-api item 2, facts 3.7); IPv6:
@@ -289,7 +308,7 @@ class TcpEndpoint(object):
         # a recorded completion (_record), a running connect timer, queued data (a Transmit
         # the firmware refused is retried, _post_transmit) or an option change (set_option)
         # can make _refill() do something since the last _update().
-        if self._done or not self._settled or self._state == "connecting" or self._tx:
+        if self._done or not self._settled or self._state == "connecting" or self._tx.size:
             self._update()
 
     def _consume(self):
@@ -307,6 +326,7 @@ class TcpEndpoint(object):
         self._rx_op = None
         status = op.status
         self._streaming = False
+        self._rx_later = status == efi.EFI_SUCCESS
         if status == efi.EFI_SUCCESS:
             rxdata = op.keep[0]
             self._streaming = rxdata.DataLength >= STREAM_SEGMENT
@@ -321,7 +341,7 @@ class TcpEndpoint(object):
 
     def _done_tx(self, op):
         self._tx_ops.remove(op)
-        self._tx_free.append((op.token, op.keep[0]))
+        self._tx_free.append((op.token, op.keep[0], op.keep[2]))
         self._tx_inflight -= op.keep[0].DataLength
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
             self._set_error(errors.errno_for(op.status, "send"))
@@ -365,16 +385,16 @@ class TcpEndpoint(object):
         if self._state != "connected" or self._dead or self._close_op is not None:
             return False
         synchronous = False
-        while self._tx and len(self._tx_ops) < MAX_TRANSMITS and not self._dead:
+        while self._tx.size and len(self._tx_ops) < MAX_TRANSMITS and not self._dead:
             if not self._post_transmit():
                 break
         want_rx = not (self._eof or self._dead) and self._rx_op is None and (
             self._rd_shut or self._fin_wanted or not self._rx.full())
-        if want_rx and self._streaming and not (self._fin_wanted or self._rd_shut):
-            _rx_deferred.add(self)  # the next progress() Polls a batch, then posts it (rule 2)
+        if want_rx and (self._streaming or self._rx_later) and not (self._fin_wanted or self._rd_shut):
+            _rx_deferred.add(self)  # the next progress() (or a recv that would block) posts it (rule 2)
         elif want_rx:
             synchronous = self._post_receive()
-        if not synchronous and self._fin_wanted and not self._tx and not self._tx_ops and not self._dead:
+        if not synchronous and self._fin_wanted and not self._tx.size and not self._tx_ops and not self._dead:
             self._post_close(abort=False)
         return synchronous
 
@@ -389,10 +409,13 @@ class TcpEndpoint(object):
             self._rx_packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self._rx_buffer)
             self._rx_token = self._fam.TCP_IO_TOKEN()
             self._rx_token.Packet.RxData = ctypes.pointer(self._rx_packet)
+            # FragmentTable builds a new ctypes array on every read: keep its one entry (it
+            # lives in _rx_packet's memory, which this endpoint keeps).
+            self._rx_fragment = self._rx_packet.FragmentTable[0]
         rxdata, token = self._rx_packet, self._rx_token
         # facts 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
         rxdata.DataLength = RECEIVE_CHUNK
-        rxdata.FragmentTable[0].FragmentLength = RECEIVE_CHUNK
+        self._rx_fragment.FragmentLength = RECEIVE_CHUNK
         op = self._submit("rx", token, token.CompletionToken, keep=(rxdata, self._rx_buffer))
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
@@ -418,25 +441,25 @@ class TcpEndpoint(object):
     def _post_transmit(self):
         data = self._tx.read(TRANSMIT_CHUNK)
         if self._tx_free:
-            token, txdata = self._tx_free.pop()  # a completed Transmit's: EDK2 let go of them
+            token, txdata, fragment = self._tx_free.pop()  # a completed Transmit's: EDK2 let go
         else:
             txdata = self._fam.TCP_TRANSMIT_DATA()
             txdata.Push = True
             txdata.FragmentCount = 1
             token = self._fam.TCP_IO_TOKEN()
             token.Packet.TxData = ctypes.pointer(txdata)
-        txdata.DataLength = len(data)
-        txdata.FragmentTable[0].FragmentLength = len(data)
+            fragment = txdata.FragmentTable[0]  # a view into txdata, kept with it (see _post_receive)
+        txdata.DataLength = fragment.FragmentLength = len(data)
         # Zero-copy (facts 3.3 Transmit): the bytes object is the fragment; kept in the registry.
-        txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
-        op = self._submit("tx", token, token.CompletionToken, keep=(txdata, data))
+        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
+        op = self._submit("tx", token, token.CompletionToken, keep=(txdata, data, fragment))
         self._tx_ops.append(op)
         self._tx_inflight += len(data)
         status = self._call("Transmit", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
             self._tx_ops.remove(op)
-            self._tx_free.append((token, txdata))
+            self._tx_free.append((token, txdata, fragment))
             self._tx_inflight -= len(data)
             self._tx.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:  # that one: try again on the next update
@@ -599,10 +622,13 @@ class TcpEndpoint(object):
             nbytes = len(memoryview(buffer))
         if nbytes == 0:
             return 0
-        if self._rx:
+        if self._rx.size:
             n = self._rx.readinto(buffer, nbytes, consume=not peek)
-            if not peek:
-                self._update()  # room again in the buffer: repost the Receive (rule 2)
+            if not peek and self._rx_op is None and self not in _rx_deferred:
+                # Room again in the buffer: repost the Receive (rule 2). With one outstanding,
+                # or one deferred (posted by the next progress()), nothing else can have changed
+                # since _refresh() above, so no _update().
+                self._update()
             return n
         if self._rd_shut:
             return 0
@@ -617,6 +643,14 @@ class TcpEndpoint(object):
             return None
         if self._close_op is not None and self._rx_op is None:
             return 0  # no half-close in EDK2: after SHUT_WR nothing more can be read
+        if self._rx_later and not self._streaming and self in _rx_deferred:
+            # Rule 2's exception ends when the buffer runs dry: post the Receive now (it may
+            # complete at once, with data EDK2 already holds) rather than in the next progress().
+            _rx_deferred.discard(self)
+            self._rx_later = False
+            self._update()
+            if self._rx or self._eof or self._dead or self._error:
+                return self.recv_into(buffer, nbytes, peek)
         return None
 
     def send(self, data):
@@ -634,13 +668,15 @@ class TcpEndpoint(object):
             _fail(errno.ENOTCONN, "send")
         if not len(data):
             return 0
-        space = self._options["sndbuf"] - self._tx_inflight - len(self._tx)
+        space = self._options["sndbuf"] - self._tx_inflight - self._tx.size
         if space <= 0:
             return None
         view = memoryview(data)
         n = min(len(view), space)
         if n == len(view) and isinstance(data, bytes) and n <= TRANSMIT_CHUNK:
             self._tx.append(data)  # zero-copy: the bytes object itself becomes the fragment
+        elif n <= TRANSMIT_CHUNK:
+            self._tx.append(view[:n].tobytes())  # one copy: the caller may reuse its buffer
         else:
             # One copy (the caller may reuse its buffer), cut into TRANSMIT_CHUNK pieces now, so
             # that _post_transmit takes whole chunks from the queue without copying them again.
@@ -702,14 +738,22 @@ class TcpEndpoint(object):
     # --- progress, readiness, addresses, options ------------------------------------------
     def progress(self):
         """Poll the NIC through this child, then consume every completion (facts 3.4)."""
+        # Hot path: every round of every wait runs this, most of them finding nothing. Hence
+        # _call's cache inlined, and each step skipped by one test when it has nothing to do.
         if _rx_deferred:
             _post_deferred()
-        if self._proto is not None:
-            self._call("Poll")
+        proto = self._proto
+        if proto is not None:
+            entry = self._calls.get("Poll")
+            if entry is None or entry[0] is not proto:
+                entry = self._calls["Poll"] = (proto, proto.Poll, ctypes.byref(proto))
+            entry[1](entry[2])
         events.process()
-        for ep in list(_dirty):
-            ep._update()
-        _reap_due()
+        if _dirty:
+            for ep in list(_dirty):
+                ep._update()
+        if _closing or _reap_wanted:
+            _reap_due()
 
     def can_recv(self):
         # data, EOF or an error is there: recv_into will not return None
@@ -720,7 +764,7 @@ class TcpEndpoint(object):
             return bool(self._accepted) or bool(self._error)
         if self._state == "connecting":
             return False
-        return bool(self._rx) or self._rd_shut or bool(self._error) or self._eof or self._dead or \
+        return self._rx.size > 0 or self._rd_shut or bool(self._error) or self._eof or self._dead or \
             self._state != "connected" or (self._close_op is not None and self._rx_op is None)
 
     def can_send(self):
@@ -732,7 +776,7 @@ class TcpEndpoint(object):
             return False
         if self._state != "connected" or self._error or self._dead or self._fin_wanted:
             return True
-        return self._tx_inflight + len(self._tx) < self._options["sndbuf"]
+        return self._tx_inflight + self._tx.size < self._options["sndbuf"]
 
     def acceptable(self):
         return self._state == "listening" and self.can_recv()
@@ -750,6 +794,17 @@ class TcpEndpoint(object):
         self._update()
         err, self._error = self._error, 0
         return err
+
+    def has_error(self):
+        """An errno is pending (poll's POLLERR); unlike take_error() this leaves it pending."""
+        self._refresh()
+        return bool(self._error)
+
+    def hung_up(self):
+        """The connection is gone (RST, timeout, abort) though recv/send have not said so yet
+        (poll's POLLHUP, as Linux reports a reset connection)."""
+        self._refresh()
+        return self._dead
 
     def set_option(self, name, value):
         """Options reach EDK2 only at Configure (facts 3.9): set them before bind/connect/listen.
@@ -818,24 +873,24 @@ def _reap_due():
 
 
 def _post_deferred():
-    """Poll a batch, then post the Receives of the streaming endpoints (rule 2's exception).
+    """Post the deferred Receives, after a batch of Polls if a stream arrives (rule 2's exception).
 
     EDK2 completes an outstanding Receive with whatever the first Poll brings in: one frame
     (facts 3.3 Receive, 3.4). With no Receive outstanding, the frames POLL_BATCH Polls pull in
     wait in EDK2's buffer instead, and a Receive posted afterwards takes them all at once,
     synchronously: one Python completion (and one copy out of the Receive buffer) per batch
     instead of one per frame -- most of bulk receive's cost. Only endpoints whose last Receive
-    brought a full segment wait here, so request/response traffic never pays for these Polls;
+    brought a full segment cause these Polls, so request/response traffic never pays for them;
     progress() calls this before it Polls, so nothing is noticed later for it.
     """
-    streaming = [ep for ep in _rx_deferred if ep._proto is not None]
+    deferred = [ep for ep in _rx_deferred if ep._proto is not None]
     _rx_deferred.clear()
-    if not streaming:
-        return
-    for _ in range(POLL_BATCH):
-        streaming[0]._call("Poll")  # any child: Poll pulls the NIC's next frame (facts 3.3 Poll)
-    for ep in streaming:
-        ep._streaming = False  # post now; its completion says whether the stream goes on
+    streaming = [ep for ep in deferred if ep._streaming]
+    if streaming:
+        for _ in range(POLL_BATCH):
+            streaming[0]._call("Poll")  # any child: Poll pulls the NIC's next frame (facts 3.3 Poll)
+    for ep in deferred:
+        ep._streaming = ep._rx_later = False  # post now; its completion says what comes next
         ep._update()
 
 

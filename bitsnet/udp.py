@@ -475,6 +475,17 @@ class UdpEndpoint(object):
         err, self._error = self._error, 0
         return err
 
+    def has_error(self):
+        """An errno is pending (poll's POLLERR); unlike take_error() this leaves it pending."""
+        if self._user_closed:
+            return False
+        self._update()
+        return bool(self._error)
+
+    def hung_up(self):
+        """Never: a datagram socket has no connection to lose (poll's POLLHUP)."""
+        return False
+
     def set_option(self, name, value):
         """"broadcast" (SO_BROADCAST), "reuseaddr" (SO_REUSEADDR: AllowDuplicatePort, applied at
         the next bind), "rcvbuf" (the Python queue's byte bound), "sndbuf" (recorded)."""

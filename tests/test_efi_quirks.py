@@ -9,6 +9,7 @@ import time
 import efi
 import pytest
 
+import conftest
 import efiraw
 import peers
 from bitsnet import efidefs
@@ -83,7 +84,8 @@ def test_out_of_range_options_become_defaults_not_clamped(machine):
     assert status == S.EFI_SUCCESS
     assert out.ConnectionTimeout == 75 and out.FinTimeout == 2
     assert out.ReceiveBufferSize == 2 * 1024 * 1024 and out.MaxSynBackLog == 10
-    assert out.TimeWaitTimeout == 0 and out.KeepAliveProbes == 0  # 0 is accepted: "off"
+    assert out.TimeWaitTimeout == 0  # 0 is accepted: "off"
+    assert out.KeepAliveProbes == 8  # 0 turns keep-alive off, but reads back as MaxKeepAlive (OVMF, 23_tcp_options)
     assert not out.EnableNagle and not out.EnableTimeStamp  # zero BOOLEANs are taken literally
     assert child.destroy() == S.EFI_SUCCESS
 
@@ -97,9 +99,9 @@ def test_poll_always_returns_success(machine):
 
 @pytest.mark.machine(static=True)
 def test_port_clash_is_invalid_parameter(machine):
-    first, second = efiraw.Tcp4(), efiraw.Tcp4()
-    assert first.configure(efiraw.config_data(port=2222, remote=peers.HOST, rport=80)) == S.EFI_SUCCESS
-    assert second.configure(efiraw.config_data(port=2222, remote=peers.HOST, rport=81)) == S.EFI_INVALID_PARAMETER
+    first, second, port = efiraw.Tcp4(), efiraw.Tcp4(), conftest.port(0)
+    assert first.configure(efiraw.config_data(port=port, remote=peers.HOST, rport=80)) == S.EFI_SUCCESS
+    assert second.configure(efiraw.config_data(port=port, remote=peers.HOST, rport=81)) == S.EFI_INVALID_PARAMETER
     assert first.destroy() == S.EFI_SUCCESS and second.destroy() == S.EFI_SUCCESS
 
 
@@ -138,7 +140,7 @@ def test_use_default_address_before_dhcp_is_no_mapping_until_reconfigured(machin
         status = child.configure(cfg)  # the recovery: Configure(same config) again
     assert status == S.EFI_SUCCESS
     status, mode = child.mode()
-    assert efidefs.ipv4_text(mode.AccessPoint.StationAddress) == "127.0.0.2"  # the actual address
+    assert efidefs.ipv4_text(mode.AccessPoint.StationAddress) == efiraw.STATION  # the actual address
     assert mode.AccessPoint.UseDefaultAddress
     assert child.destroy() == S.EFI_SUCCESS
 
@@ -186,14 +188,17 @@ def test_cancel_on_unconfigured_child_is_not_started(machine):
 
 @BOTH
 def test_children_and_ip4_routes(booted, firmware):
-    # The child's subnet is 127.0.0.0/24, so a peer on 127.0.1.1 is off-link: it needs a route.
+    # The child's subnet is 127.0.N.0/24 (N: the test slot, 0 alone), so a peer on 127.0.N+1.1 is
+    # off-link: it needs a route.
     # EDK2 quirk (edk2-2015 Tcp4Dxe, bits-efi-api.md item 3): TCP4 children ignore the IP4
     # routes of the interface; only a Routes() call on the child makes the peer reachable.
+    subnet = efiraw.STATION.rsplit(".", 1)[0]
+    off_link = "127.0.%d.1" % (int(subnet.split(".")[2]) + 1)
     booted.faults.configure("connect_timeout=0.6")
-    server = _listener("127.0.1.1")
+    server = _listener(off_link)
     try:
         port = server.getsockname()[1]
-        cfg = efiraw.config_data(mask="255.255.255.0", remote="127.0.1.1", rport=port)
+        cfg = efiraw.config_data(mask="255.255.255.0", remote=off_link, rport=port)
         child = efiraw.Tcp4()
         assert child.configure(cfg) == S.EFI_SUCCESS
         status, tok = child.connect()
@@ -203,8 +208,8 @@ def test_children_and_ip4_routes(booted, firmware):
         routed = efiraw.Tcp4()
         assert routed.configure(cfg) == S.EFI_SUCCESS
         # The workaround BITS uses: add the routes from InterfaceInfo, ignoring ACCESS_DENIED.
-        assert routed.routes(False, "127.0.0.0", "255.255.255.0", "0.0.0.0") == S.EFI_ACCESS_DENIED  # already there
-        assert routed.routes(False, "0.0.0.0", "0.0.0.0", "127.0.0.1") == S.EFI_SUCCESS
+        assert routed.routes(False, subnet + ".0", "255.255.255.0", "0.0.0.0") == S.EFI_ACCESS_DENIED  # already there
+        assert routed.routes(False, "0.0.0.0", "0.0.0.0", subnet + ".1") == S.EFI_SUCCESS
         status, tok = routed.connect()
         assert tok.wait(routed) == S.EFI_SUCCESS
         assert routed.destroy() == S.EFI_SUCCESS
@@ -241,7 +246,7 @@ def test_calls_from_a_notify_function_are_access_denied(machine):
 def test_passive_on_station_zero_never_sees_a_connection(machine):
     # bits-efi-api.md item 4: a listener on 0.0.0.0/0 is accepted but not served.
     child = efiraw.Tcp4()
-    assert child.configure(efiraw.config_data(station="0.0.0.0", mask="0.0.0.0", port=2223, active=False)) \
+    assert child.configure(efiraw.config_data(station="0.0.0.0", mask="0.0.0.0", port=conftest.port(1), active=False)) \
         == S.EFI_SUCCESS
     status, tok = child.accept()
     assert status == S.EFI_SUCCESS

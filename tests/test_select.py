@@ -142,6 +142,63 @@ def test_poll_reports_hangup_after_reset(net):
         client.close()
 
 
+# --- poll masks of sockets with a pending error, against the host kernel ------------------------
+def _pending_error_masks(socket_module, select_module, case, peer):
+    """Run ``case`` with one socket module and its select module; the poll masks seen (with
+    poll's default event mask) while the error is pending, and again after SO_ERROR read it."""
+    import socket as host
+    import struct
+    poller = select_module.poll()
+    if case == "udp refused":
+        sock = socket_module.socket(socket_module.AF_INET, socket_module.SOCK_DGRAM)
+        sock.connect(("127.0.0.1", peer))
+        sock.send(b"anyone?")  # ICMP port unreachable: ECONNREFUSED pending (facts 4.2)
+    elif case == "tcp refused":
+        sock = socket_module.socket(socket_module.AF_INET, socket_module.SOCK_STREAM)
+        sock.setblocking(False)
+        assert sock.connect_ex(("127.0.0.1", peer)) in (errno.EINPROGRESS, errno.EWOULDBLOCK)
+    else:  # "tcp reset": the peer aborts an established connection
+        sock = socket_module.socket(socket_module.AF_INET, socket_module.SOCK_STREAM)
+        sock.settimeout(10)
+        sock.connect(peer.address)
+        server = peer.accept()
+        server.setsockopt(host.SOL_SOCKET, host.SO_LINGER, struct.pack("ii", 1, 0))
+        server.close()
+    try:
+        poller.register(sock, 0)  # only what poll(2) always reports: wait for POLLERR/POLLHUP
+        assert poller.poll(10000), case
+        time.sleep(0.1)  # anything still on its way arrives: both sides then show the same moment
+        poller.modify(sock, select_module.POLLIN | select_module.POLLPRI | select_module.POLLOUT)
+        masks = [poller.poll(0), poller.poll(0)]  # looking twice does not clear the error
+        errno_seen = sock.getsockopt(socket_module.SOL_SOCKET, socket_module.SO_ERROR)
+        masks.append(poller.poll(0))
+        selected = [len(ready) for ready in select_module.select([sock], [sock], [sock], 0)]
+    finally:
+        sock.close()
+    return [mask for ((_, mask),) in masks], errno_seen, selected
+
+
+@pytest.mark.parametrize("case", ["tcp refused", "tcp reset", "udp refused"])
+def test_pending_error_is_pollerr_as_on_the_host(net, case):
+    # poll(2) on Linux: POLLERR while SO_ERROR is pending (tcp_poll / datagram_poll check
+    # sk_err), gone once SO_ERROR was read; a dead TCP connection is also POLLIN|POLLHUP.
+    import select as host_select
+    import socket as host
+    from peers import closed_port
+    expected = {"tcp refused": errno.ECONNREFUSED, "tcp reset": errno.ECONNRESET, "udp refused": errno.ECONNREFUSED}
+    results = []
+    for socket_module, select_module in ((host, host_select), (bs, bselect)):
+        if case == "tcp reset":
+            with HostListener() as listener:
+                results.append(_pending_error_masks(socket_module, select_module, case, listener))
+        else:
+            results.append(_pending_error_masks(socket_module, select_module, case, closed_port()))
+    on_host, on_bitsnet = results
+    assert on_host[1] == on_bitsnet[1] == expected[case]
+    assert on_host[0][0] & bselect.POLLERR and not on_host[0][2] & bselect.POLLERR  # the host as described
+    assert on_bitsnet == on_host
+
+
 # --- selectors over bitsnet's select (Python 3) ---------------------------------------------------
 @pytest.mark.skipif(PY2, reason="selectors is Python 3 only")
 @pytest.mark.parametrize("kind", ["select", "poll"])

@@ -8,6 +8,7 @@ in every event mode.
 
 from __future__ import print_function
 
+import ctypes
 import errno
 import hashlib
 import socket
@@ -16,6 +17,8 @@ import threading
 
 import pytest
 
+import conftest
+import efi
 from bitsnet import errors, events, tcp
 from helpers import (DEADLINE, HOST, MODES, PROFILES, connect, established_pair, recv_exactly,
                      recv_some, recv_until_eof, send_all, wait)
@@ -23,7 +26,7 @@ from peers import EchoPeer, HttpPeer, closed_port, pattern
 
 pytest_plugins = ["helpers"]  # the ``net`` fixture
 
-LEASE = "127.0.0.2"
+LEASE = conftest.STATION
 BIG = 5 * 1024 * 1024
 
 
@@ -358,6 +361,48 @@ def test_bind_to_a_foreign_address_is_refused(net):
         ep.bind(("127.0.0.99", 0))
     assert caught.value.errno == errno.EADDRNOTAVAIL
     ep.close()
+
+
+def _nagle_in_force(ep):
+    """EnableNagle as EDK2 reports it for the endpoint's child (GetModeData with a ControlOption)."""
+    config = ep._fam.TCP_CONFIG_DATA()
+    option = ep._fam.TCP_OPTION()
+    config.ControlOption = ctypes.pointer(option)
+    assert ep._call("GetModeData", None, ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS
+    return bool(option.EnableNagle)
+
+
+@pytest.mark.parametrize("then", ["connect", "listen"])
+@pytest.mark.parametrize("at_bind,later", [(True, False), (False, True)])
+def test_tcp_nodelay_changed_after_bind_is_in_force(net, then, at_bind, later):
+    # EDK2 quirk (TcpConfigurePcb, tests/firmware/scenarios/23_tcp_options.scn on OVMF): Nagle
+    # off is sticky for the life of a child, so nodelay True at bind() then False needs a new
+    # child at connect()/listen(); the bound port stays the same.
+    with EchoPeer() as peer:
+        ep = tcp.TcpEndpoint()
+        ep.set_option("nodelay", at_bind)
+        ep.bind(("", 0))
+        port = ep.local_address[1]
+        assert _nagle_in_force(ep) == (not at_bind)
+        ep.set_option("nodelay", later)
+        if then == "connect":
+            ep.connect_start((HOST, peer.port))
+            assert wait(lambda: not ep.connecting, ep) and ep.connected
+            send_all(ep, b"ping")
+            assert recv_exactly(ep, 4) == b"ping"
+            served = ep
+        else:
+            ep.listen(1)
+            client = socket.create_connection((LEASE, port), timeout=DEADLINE)
+            assert wait(ep.acceptable, ep)
+            served = ep.accept()  # EDK2 clones the listener's TCB, flags included
+            client.close()
+        assert ep.local_address == (LEASE, port)
+        assert _nagle_in_force(ep) == (not later)
+        assert _nagle_in_force(served) == (not later)
+        if served is not ep:
+            served.close()
+        ep.close()
 
 
 # --- lifetime --------------------------------------------------------------------------------

@@ -146,6 +146,12 @@ class Firmware(object):
         return ctypes.addressof(cell)
 
     # ----------------------------------------------------------------- handles and protocols
+    def free_handle(self, handle):
+        """Forget the memory behind ``handle`` (one that no longer exists: its last protocol
+        was uninstalled) and return it, or None if it is not ours; the caller may keep it a
+        while longer, as a quarantine against a use after free."""
+        return self._handle_cells.pop(handle, None)
+
     def new_handle(self):
         handle = ctypes.addressof(self._cell(ctypes.c_uint64))
         self.handles[handle] = {}

@@ -90,8 +90,7 @@ class ServiceBinding(object):
             if handle not in FIRMWARE.handles:
                 # Its last protocol is gone, so the handle no longer exists (firmware.py,
                 # uninstall_protocol): release its memory too, after the same quarantine.
-                # firmware.py has no call that frees a handle; its table is reached directly.
-                cell = FIRMWARE._handle_cells.pop(handle, None)
+                cell = FIRMWARE.free_handle(handle)
                 if cell is not None:
                     self._retired.append(cell)
         return uefi.EFI_SUCCESS

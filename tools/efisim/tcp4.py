@@ -23,7 +23,7 @@ from efisim.firmware import FIRMWARE, TICK, efiapi
 from efisim.nic import int_to_ip, ip_to_int
 from efisim.service_binding import ServiceBinding
 from efisim.tcp4_tcb import (CONNECTED, CONNECTING, DEFAULT_OPTIONS, OPTION_RANGES, TCP_PORT_KNOWN, TCP_TICK,
-                             _ZERO_ACCEPTED, Closed, Listen, Tcp4Child, Tcp4Stack, _address,
+                             _ZERO_ACCEPTED, configured_options, Closed, Listen, Tcp4Child, Tcp4Stack, _address,
                              _close_host)
 
 MAX_PACKET_SIZE = 1480  # IP4 MaxPacketSize reported for a 1500-byte MTU
@@ -380,9 +380,11 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         station, mask, port = local
         child.no_mapping = False
         child.active = active
-        child.options = self.effective_options(option)
+        previous = child.options, set(child.sticky_off)
+        child.options = configured_options(child, None if option is None else self.effective_options(option))
         status = self.bind(child, station, port)
         if status != S.EFI_SUCCESS:
+            child.options, child.sticky_off = previous  # TcpConfigurePcb failed in TcpBind, before the options
             return status
         child.use_default = use_default
         child.station, child.mask = station, mask

@@ -93,6 +93,42 @@ OPTION_RANGES = [
 _ZERO_ACCEPTED = ("TimeWaitTimeout", "KeepAliveProbes")
 DEFAULT_OPTIONS = dict((name, default) for name, _, _, default in OPTION_RANGES)
 DEFAULT_OPTIONS.update(EnableNagle=True, EnableTimeStamp=True, EnableWindowScaling=True)
+# What TcpConfigurePcb keeps in the SOCKET rather than the TCB: set only from a ControlOption,
+# never reset by Configure -- so Configure without ControlOption keeps the last ones.
+_SOCKET_OPTIONS = ("ReceiveBufferSize", "SendBufferSize", "MaxSynBackLog")
+# The BOOLEANs TcpConfigurePcb only ever turns off (TCP_CTRL_NO_NAGLE / NO_TS / NO_WS).
+_STICKY_OFF = ("EnableNagle", "EnableTimeStamp", "EnableWindowScaling")
+_KEEPALIVE = ("KeepAliveProbes", "KeepAliveTime", "KeepAliveInterval")
+
+
+def configured_options(child, values):
+    """The options a Configure leaves in force on ``child``, from ``values`` (the ControlOption
+    with every number already in range, or None when Configure had no ControlOption).
+
+    EDK2 quirk (TcpConfigurePcb, tests/firmware/DEVIATIONS history, measured on OVMF by
+    tests/firmware/scenarios/23_tcp_options.scn): every Configure first resets the TCB's numbers
+    to the defaults, then applies the ControlOption; but (1) the flags TCP_CTRL_NO_NAGLE, NO_TS
+    and NO_WS are only ever set, never cleared -- not by Configure(NULL), not by a later
+    Configure with them TRUE -- so once off they stay off for the life of the child (and of the
+    children a listener clones); (2) KeepAliveProbes = 0 turns keep-alive off by a flag and
+    leaves MaxKeepAlive, KeepAliveTime and KeepAliveInterval at their defaults, which is what
+    GetModeData reports (8, 7200, 60); (3) the buffer sizes and backlog live in the SOCKET and
+    change only when a ControlOption is given.
+    """
+    result = dict(DEFAULT_OPTIONS)
+    for name in _SOCKET_OPTIONS:
+        result[name] = child.options[name]
+    if values is not None:
+        result.update(values)
+        if values["KeepAliveProbes"] == 0:
+            for name in _KEEPALIVE:
+                result[name] = DEFAULT_OPTIONS[name]
+    for name in _STICKY_OFF:
+        if not result[name]:
+            child.sticky_off.add(name)
+        elif name in child.sticky_off:
+            result[name] = False
+    return result
 
 S = uefi  # status codes
 
@@ -198,7 +234,8 @@ class Tcp4Child(object):
         self.station, self.mask, self.port = driver.family.any, "0.0.0.0", 0
         self.remote, self.rport = driver.family.any, 0
         self.tos, self.ttl = 0, 0
-        self.options = dict(DEFAULT_OPTIONS)
+        self.options = dict(DEFAULT_OPTIONS)  # as GetModeData reports them (configured_options)
+        self.sticky_off = set()  # type: set   # see configured_options: never emptied
         self.routes = []  # type: list   # this child's IP4 routes [(subnet, mask, gateway)]
         self.route_table = None  # driver memory handed out by GetModeData
         self.sock = None  # type: object   # host socket
@@ -527,6 +564,7 @@ class Tcp4Stack(object):
         child.remote, child.rport = peer[0], peer[1]
         child.tos, child.ttl = listener.tos, listener.ttl
         child.options = dict(listener.options)
+        child.sticky_off = set(listener.sticky_off)  # TcpCloneTcb copies the CtrlFlag
         child.routes = list(listener.routes)
         child.sock = conn
         child.state = Established  # SynReceived lasts one handshake ACK: not observable here
