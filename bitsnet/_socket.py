@@ -180,6 +180,9 @@ def _error(err, detail=None):
 # --- Argument checks: the exceptions CPython's argument parsing raises (issue 7 item 6) ------
 _C_INT = (-2 ** 31, 2 ** 31 - 1)
 _SSIZE_MAX = 2 ** 63 - 1
+# CPython allocates recv()'s result before it looks at the socket: sizes within this many bytes
+# of _SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
+_BYTES_HEADER = 33 if _sys.version_info[0] >= 3 else 37
 _MAX_TIMEOUT = 9.2e9  # seconds: beyond it CPython's _PyTime_t (int64 ns) overflows
 
 
@@ -596,7 +599,8 @@ class socket(object):
 
     def _wait(self, endpoint, ready, deadline):
         """Wait for ``ready()`` until ``deadline``; ``timeout`` if it passes (never for 0)."""
-        if not _events.wait_until(ready, deadline, poll=endpoint.progress):
+        # checked=True: every caller has just tried and found the socket not ready; Poll first.
+        if not _events.wait_until(ready, deadline, poll=endpoint.progress, checked=True):
             raise timeout("timed out")
 
     def _deadline(self):
@@ -812,6 +816,8 @@ class socket(object):
         bufsize, flags = _size_arg(bufsize), _int(flags)
         if bufsize < 0:
             raise ValueError("negative buffersize in recv")
+        if bufsize > _SSIZE_MAX - _BYTES_HEADER:
+            raise OverflowError("byte string is too large")
         self._endpoint()
         buffer = bytearray(bufsize)
         n = self._recv_into(buffer, bufsize, flags)
@@ -832,6 +838,8 @@ class socket(object):
         bufsize, flags = _size_arg(bufsize), _int(flags)
         if bufsize < 0:
             raise ValueError("negative buffersize in recvfrom")
+        if bufsize > _SSIZE_MAX - _BYTES_HEADER:
+            raise OverflowError("byte string is too large")
         buffer = bytearray(bufsize)
         n, source = self._recvfrom_into(buffer, bufsize, flags)
         return bytes(buffer[:n]), self._out(source)
@@ -1099,6 +1107,12 @@ class _PairEndpoint(object):
 
     def take_error(self):
         return 0
+
+    def has_error(self):  # an in-memory pipe has no errors to report (poll's POLLERR)
+        return False
+
+    def hung_up(self):  # the twin's close is EOF (POLLIN), as for a Unix-domain pair
+        return False
 
     def set_option(self, name, value):
         self._options[name] = value
