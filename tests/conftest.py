@@ -16,11 +16,14 @@ Graceful closes are not waited out in TIME_WAIT: once both FINs are exchanged (t
 TimeWait or Closed) the child is aborted, which saves EDK2's 2 s TimeWaitTimeout (facts 3.9)
 per test and still fails a test whose close never got that far.
 
-``BITSNET_GC_TORTURE=N`` (opt-in, issue 7 item 3) forces the garbage collector at random
-points: ``gc.set_threshold(1)`` (a gen-0 collection at nearly every allocation) plus a full
+``BITSNET_GC_TORTURE=N`` (opt-in, issue 7 item 3) forces, once the tests are collected, the
+garbage collector at random points: ``gc.set_threshold(1)`` (a gen-0 collection at nearly every allocation) plus a full
 ``gc.collect()`` on average every N-th Python call, in every thread and inside callbacks (the
 trampoline's pending call runs under the profile hook too). Run the suite that way with
 ``PYTHONMALLOC=debug`` so freed memory is poisoned (0xDD) and overruns are caught.
+
+``BITSNET_TEST_SLOT=N`` (tools/check sets it) gives this test process its own station address
+and explicit ports, so that test runs at once do not clash (``STATION``, ``port(i)`` below).
 """
 
 from __future__ import print_function
@@ -42,6 +45,46 @@ for _path in (ROOT, os.path.join(ROOT, "tools"), os.path.join(ROOT, "tools", "ef
 from efisim import machine as _machine  # noqa: E402
 
 SETTLE_TIMEOUT = 10.0  # seconds teardown waits for graceful closes to exchange FINs
+
+# --- parallel test runs on one host -------------------------------------------------------------
+# A simulated machine backs its TCP/UDP children with host sockets bound to its station address,
+# so two test processes at once (tools/check runs the Python 3 and 2.7 suites side by side;
+# pytest-xdist workers) would clash on explicit ports and on each other's ephemeral port counter,
+# which starts at the same seeded port in every process. Each process therefore takes a slot:
+# BITSNET_TEST_SLOT (tools/check gives each lane its own) times 16 plus the xdist worker number.
+# Slot N's machines get station 127.0.N.2 (all of 127.0.0.0/8 is loopback on Linux, and the /8
+# subnet, gateway 127.0.0.1 and the peers on 127.0.0.1 stay as they are), and a test that needs
+# an explicit port takes one of PORTS_PER_SLOT from port(i). Slot 0 is the plain default
+# machine, 127.0.0.2, so a lone run is what it always was.
+DEFAULT_STATION = "127.0.0.2"  # MachineConfig's (and efirun's) default address
+PORT_RANGE = (46000, 46999)  # explicit ports the suite may use, shared out among the slots
+PORTS_PER_SLOT = 20
+
+
+def _test_slot():
+    slot = os.environ.get("BITSNET_TEST_SLOT", "0")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under pytest-xdist
+    n = int(slot) * 16 if slot.isdigit() else 0
+    if worker[2:].isdigit():
+        n += int(worker[2:]) % 16
+    return n % ((PORT_RANGE[1] + 1 - PORT_RANGE[0]) // PORTS_PER_SLOT)
+
+
+SLOT = _test_slot()
+STATION = "127.0.%d.2" % SLOT if SLOT else DEFAULT_STATION  # this process's simulated machines
+STATION_ARGS = ["--address", STATION + "/8"] if SLOT else []  # the same for tools/efirun.py
+
+
+def port(index):
+    """The ``index``-th explicit port of this process's slot (index 0..PORTS_PER_SLOT-1)."""
+    assert 0 <= index < PORTS_PER_SLOT, index
+    return PORT_RANGE[0] + SLOT * PORTS_PER_SLOT + index
+
+
+def machine_config(**options):
+    """A MachineConfig with this process's station address unless ``options`` name one."""
+    options.setdefault("address", STATION + "/8")
+    return _machine.MachineConfig(**options)
 GC_TORTURE = os.environ.get("BITSNET_GC_TORTURE", "")
 gc_torture_stats = {"collections": 0}
 
@@ -50,15 +93,31 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "machine(**options): MachineConfig options for the `machine` fixture")
     config.addinivalue_line("markers", "smoke: the subset run on the oldest supported Python 3")
     config.addinivalue_line("markers", "leaks_ok: the test deliberately leaves firmware objects behind")
+
+
+def pytest_collection_finish(session):
+    """Start the gc torture once the tests are collected: under it, importing every test module
+    (hypothesis included) took 25 s before a single test ran.
+
+    Otherwise freeze what collection built (Python 3.7+): the teardown checks below collect
+    garbage after every test, and each full collection used to traverse the whole session's
+    heap -- pytest, hypothesis and every test module -- at 0.1 to 0.7 s a test. Frozen objects
+    are only exempt from the cycle collector, which they would survive anyway; whatever a test
+    makes is collected as before. Not under the torture, which keeps every object in play."""
     if GC_TORTURE:
         _install_gc_torture(int(GC_TORTURE) if GC_TORTURE.isdigit() and int(GC_TORTURE) > 1 else 2000)
+    elif hasattr(gc, "freeze"):
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_report_header(config):
+    lines = ["bitsnet: test slot %d, station %s, explicit ports %d-%d" % (
+        SLOT, STATION, port(0), port(PORTS_PER_SLOT - 1))]
     if GC_TORTURE:
-        return "bitsnet: BITSNET_GC_TORTURE=%s (gc threshold 1, random full collections), PYTHONMALLOC=%s" % (
-            GC_TORTURE, os.environ.get("PYTHONMALLOC", ""))
-    return None
+        lines.append("bitsnet: BITSNET_GC_TORTURE=%s (gc threshold 1, random full collections), PYTHONMALLOC=%s"
+                     % (GC_TORTURE, os.environ.get("PYTHONMALLOC", "")))
+    return lines
 
 
 def _install_gc_torture(every):
@@ -111,7 +170,7 @@ def machine(request):
     marker = request.node.get_closest_marker("machine") if hasattr(request.node, "get_closest_marker") \
         else request.node.get_marker("machine")
     options = dict(marker.kwargs) if marker else {}
-    booted = _machine.boot(_machine.MachineConfig(**options))
+    booted = _machine.boot(machine_config(**options))
     used_before = _bitsnet_use()
     yield booted
     firmware = booted.firmware
@@ -157,6 +216,7 @@ def bitsnet_teardown(settle_timeout=SETTLE_TIMEOUT):
     if lost:
         problems.append("completions written by the firmware but never processed: %r" % (lost,))
     if tcp is not None:
+        close_live(tcp)
         settle_closes(tcp, settle_timeout)
         aborted = tcp.close_all(timeout=settle_timeout)
         if aborted:
@@ -179,6 +239,13 @@ def bitsnet_teardown(settle_timeout=SETTLE_TIMEOUT):
     if dns is not None and hasattr(dns, "reset"):
         dns.reset()
     return problems
+
+
+def close_live(tcp):
+    """Start the graceful close of every endpoint the test left open, so that settle_closes cuts
+    their TIME_WAIT short too (close_all would otherwise wait it out: 2 s per such test)."""
+    for ep in list(getattr(tcp, "_live", ())):
+        ep.close()
 
 
 def settle_closes(tcp, timeout):

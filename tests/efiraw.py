@@ -15,10 +15,12 @@ from ctypes import byref
 
 import efi
 
+import conftest
 from bitsnet import efidefs
 
 _clock = getattr(time, "monotonic", time.time)
 WAIT = 5.0  # seconds any single completion may take in these tests before it counts as lost
+STATION = conftest.STATION  # the machine's address (127.0.0.2 unless tests run in parallel)
 
 
 def boot_services():
@@ -45,7 +47,7 @@ def close_event(event):
     efi.check_status(boot_services().CloseEvent(event))
 
 
-def config_data(station="127.0.0.2", mask="255.0.0.0", port=0, remote="0.0.0.0", rport=0, active=True,
+def config_data(station=STATION, mask="255.0.0.0", port=0, remote="0.0.0.0", rport=0, active=True,
                 use_default=False, option=None):
     """An EFI_TCP4_CONFIG_DATA (zeroed first, facts 3.3); ``option``: EFI_TCP4_OPTION or None.
     The option structure is attached as ``_option`` so it lives as long as the config."""
@@ -296,7 +298,7 @@ def connected_child(port, host="127.0.0.1", **options):
 
 
 def listening_child(port=0, **options):
-    """A configured passive child (LISTEN) on 127.0.0.2:``port``; returns (child, port)."""
+    """A configured passive child (LISTEN) on STATION:``port``; returns (child, port)."""
     child = Tcp4()
     assert child.configure(config_data(port=port, active=False, **options)) == efi.EFI_SUCCESS
     status, cfg = child.mode()

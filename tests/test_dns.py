@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+import conftest
 import dnspeer
 from bitsnet import dns, errors, events, udp
 from efisim import machine as _machine
@@ -19,7 +20,7 @@ from helpers import wait
 pytest_plugins = ["helpers"]  # the ``net`` fixture
 
 LAB = "127.0.0.1"
-LEASE = "127.0.0.2"
+LEASE = conftest.STATION
 RECORDS = {
     "labserver.example": [("A", LAB)],
     "www.example": [("CNAME", "front.example")],
@@ -203,7 +204,7 @@ def machine(request, peer):
     marker = request.node.get_closest_marker("machine")
     options = dict(dns_servers=[peer.address])
     options.update(marker.kwargs if marker else {})
-    booted = _machine.boot(_machine.MachineConfig(**options))
+    booted = _machine.boot(conftest.machine_config(**options))
     yield booted
     crashes = list(booted.firmware.crashes)
     ledger = booted.firmware.ledger()

@@ -12,6 +12,7 @@ from ctypes import POINTER, byref
 import efi
 import pytest
 
+import conftest
 import dnspeer
 from bitsnet import efidefs as d
 from efisim import machine as _machine
@@ -51,7 +52,7 @@ def machine(request, lab):
     marker = request.node.get_closest_marker("machine")
     options = dict(static=True, dns_servers=[lab.address])
     options.update(marker.kwargs if marker else {})
-    booted = _machine.boot(_machine.MachineConfig(**options))
+    booted = _machine.boot(conftest.machine_config(**options))
     yield booted
     crashes = list(booted.firmware.crashes)
     ledger = booted.firmware.ledger()
@@ -188,7 +189,7 @@ def children(machine):
 
 
 def test_absent_without_dns4(lab):
-    booted = _machine.boot(_machine.MachineConfig(static=True, dns4=False))
+    booted = _machine.boot(conftest.machine_config(static=True, dns4=False))
     try:
         assert not booted.firmware.handles_by_protocol(d.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID)
         assert booted.firmware.handles_by_protocol(d.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID)
@@ -202,7 +203,7 @@ def test_configure_rules(children):
     assert child.configure(dns_config(servers=(), count=1)) == efi.EFI_INVALID_PARAMETER
     assert child.configure(dns_config(protocol=6)) == efi.EFI_UNSUPPORTED  # only UDP
     assert child.configure(dns_config(use_default=False)) == efi.EFI_INVALID_PARAMETER  # StationIp 0
-    assert child.configure(dns_config(use_default=False, station="127.0.0.2", mask="255.0.0.0")) == \
+    assert child.configure(dns_config(use_default=False, station=conftest.STATION, mask="255.0.0.0")) == \
         efi.EFI_SUCCESS
     # A second Configure goes through UDP4's reconfigure check (facts 6.2).
     assert child.configure(dns_config(servers=("127.0.0.3",))) == efi.EFI_ALREADY_STARTED

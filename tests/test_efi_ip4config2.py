@@ -10,13 +10,14 @@ from ctypes import byref, c_uint32
 import efi
 import pytest
 
+import conftest
 from bitsnet import efidefs as d
 from efisim import ip4config2
 
 INFO_SIZE = ctypes.sizeof(d.EFI_IP4_CONFIG2_INTERFACE_INFO)
 ROUTE_SIZE = ctypes.sizeof(d.EFI_IP4_ROUTE_TABLE)
 DHCP_DEADLINE = 5.0  # seconds; the machine's DHCP answers after 0.3 s by default
-ADDRESS = "127.0.0.2"
+ADDRESS = conftest.STATION
 MASK = "255.0.0.0"
 GATEWAY = "127.0.0.1"
 DNS = "127.0.0.1"

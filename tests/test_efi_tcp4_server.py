@@ -9,13 +9,14 @@ import time
 import efi
 import pytest
 
+import conftest
 import efiraw
 import peers
 from bitsnet import efidefs
 
 pytestmark = pytest.mark.machine(static=True)
 S = efi
-STATION = "127.0.0.2"
+STATION = efiraw.STATION
 
 
 def _client(port, send=b"", expect=0):
@@ -185,15 +186,15 @@ def test_explicit_port_clash_is_invalid_parameter(machine):
 
 
 def test_closed_but_configured_child_keeps_its_port(machine):
-    child = efiraw.Tcp4()
-    assert child.configure(efiraw.config_data(port=4321, remote=peers.HOST, rport=peers.closed_port())) \
+    child, port = efiraw.Tcp4(), conftest.port(2)
+    assert child.configure(efiraw.config_data(port=port, remote=peers.HOST, rport=peers.closed_port())) \
         == S.EFI_SUCCESS
     status, tok = child.connect()
     assert tok.wait(child) == S.EFI_CONNECTION_RESET
     other = efiraw.Tcp4()
-    assert other.configure(efiraw.config_data(port=4321, active=False)) == S.EFI_INVALID_PARAMETER
+    assert other.configure(efiraw.config_data(port=port, active=False)) == S.EFI_INVALID_PARAMETER
     assert child.destroy() == S.EFI_SUCCESS
-    assert other.configure(efiraw.config_data(port=4321, active=False)) == S.EFI_SUCCESS
+    assert other.configure(efiraw.config_data(port=port, active=False)) == S.EFI_SUCCESS
     assert other.destroy() == S.EFI_SUCCESS
 
 

@@ -11,13 +11,14 @@ from ctypes import byref
 import efi
 import pytest
 
+import conftest
 from bitsnet import efidefs as d
 
 pytestmark = pytest.mark.machine(static=True)
 
 _clock = getattr(time, "monotonic", time.time)
 WAIT = 5.0  # seconds any single completion may take before it counts as lost
-STATION = "127.0.0.2"
+STATION = conftest.STATION
 MASK = "255.0.0.0"
 PEER = "127.0.0.1"
 
@@ -256,13 +257,15 @@ def test_configure_null_on_unconfigured_is_a_noop(children):
     assert children().configure(None) == efi.EFI_SUCCESS
 
 
+# Named ids: STATION differs between test processes (conftest.py), and pytest-xdist workers must
+# collect the same test ids.
 @pytest.mark.parametrize("station,mask,remote", [
     (STATION, "255.0.255.0", "0.0.0.0"),  # not a valid netmask
     (STATION, "0.0.0.0", "0.0.0.0"),  # a station address needs a non-zero mask
     ("127.255.255.255", MASK, "0.0.0.0"),  # the subnet's broadcast is not unicast
     ("224.0.0.1", MASK, "0.0.0.0"),
     (STATION, MASK, "255.255.255.255"),  # RemoteAddress must not be the limited broadcast
-])
+], ids=["bad-mask", "zero-mask", "subnet-broadcast", "multicast", "limited-broadcast-remote"])
 def test_configure_rejects_bad_addresses(children, station, mask, remote):
     child = children()
     assert child.configure(config_data(station=station, mask=mask, remote=remote, rport=7)) == \
@@ -455,7 +458,8 @@ def test_broadcast_destination_goes_to_the_wire_broadcast(children):
 
 def test_accept_broadcast_receives_wire_broadcasts(children):
     child = children()
-    assert child.configure(config_data(AcceptBroadcast=True)) == efi.EFI_SUCCESS
+    # An explicit port of this test process's own: the wire's broadcasts reach every process.
+    assert child.configure(config_data(port=conftest.port(3), AcceptBroadcast=True)) == efi.EFI_SUCCESS
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         sender.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)

@@ -263,7 +263,7 @@ def test_rx_coalesce_delivers_more_than_one_segment_per_frame(machine):
 @pytest.mark.machine(static=True, faults="accept_reset=1")
 def test_accept_reset_drops_a_connection_reset_before_it_was_taken(machine):
     listener, port = efiraw.listening_child()
-    first = socket.create_connection(("127.0.0.2", port), timeout=5)
+    first = socket.create_connection((efiraw.STATION, port), timeout=5)
     deadline = time.time() + efiraw.WAIT
     while machine.faults.accept_reset and time.time() < deadline:
         listener.poll()  # pulls the SYN: the child is made and reset before any Accept
@@ -272,7 +272,7 @@ def test_accept_reset_drops_a_connection_reset_before_it_was_taken(machine):
         first.recv(1)  # the host peer was reset
     assert info.value.errno == errno.ECONNRESET
     first.close()
-    second = socket.create_connection(("127.0.0.2", port), timeout=5)
+    second = socket.create_connection((efiraw.STATION, port), timeout=5)
     status, tok = listener.accept()
     assert status == S.EFI_SUCCESS and tok.wait(listener) == S.EFI_SUCCESS
     accepted = efiraw.Tcp4(handle=tok.token.NewChildHandle)

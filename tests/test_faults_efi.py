@@ -272,7 +272,7 @@ def test_ledger_shows_a_child_that_was_not_destroyed(machine):
         ledger = machine.firmware.ledger()
         assert ledger["tcp4_children"] == 1 and ledger["tcp4_tokens"] == 1
         listener, port = efiraw.listening_child()
-        conn = socket.create_connection(("127.0.0.2", port), timeout=5)
+        conn = socket.create_connection((efiraw.STATION, port), timeout=5)
         for _ in range(50):
             listener.poll()
         # An unaccepted child is not the application's to destroy: not counted.

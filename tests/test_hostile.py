@@ -87,8 +87,14 @@ def test_inet_pton(family, text):
     same(lambda m, _: m.inet_pton(family, text))
 
 
+def _packed_id(value):
+    """repr, except a memoryview's, which holds its address: ids must not change between runs
+    (pytest-xdist workers must collect the same ones)."""
+    return "memoryview(%r)" % value.tobytes() if isinstance(value, memoryview) else repr(value)
+
+
 @pytest.mark.parametrize("packed", [b"abc", b"abcd", "abcd", None, bytearray(b"\1\2\3\4"), 1234, b"x" * 16,
-                                    memoryview(b"abcd")], ids=repr)
+                                    memoryview(b"abcd")], ids=_packed_id)
 def test_inet_ntoa_and_ntop(packed):
     same(lambda m, _: m.inet_ntoa(packed))
     for family in (2, 10, 999, "x"):
@@ -302,6 +308,21 @@ try:
     from hypothesis import given, settings, strategies as st
 except ImportError:  # 2.7, or hypothesis not installed: the hand-written cases above still run
     given = None
+
+@pytest.mark.skipif(sys.version_info[0] < 3, reason="2.7's socket module sizes its result differently")
+@pytest.mark.parametrize("size", [2 ** 62 + 5, 2 ** 63 - 34, 2 ** 63 - 33, 2 ** 63 - 1])
+def test_huge_receive_sizes_fail_as_cpythons_allocation_does(size):
+    # Found by hypothesis: CPython allocates the result first, so the largest sizes are
+    # OverflowError (past the object header) and the others MemoryError, before any socket check.
+    for kind in (host_socket.SOCK_STREAM, host_socket.SOCK_DGRAM):
+        ours, theirs = bs.socket(bs.AF_INET, kind), host_socket.socket(host_socket.AF_INET, kind)
+        try:
+            assert outcome(lambda: ours.recv(size)) == outcome(lambda: theirs.recv(size))
+            assert outcome(lambda: ours.recvfrom(size)) == outcome(lambda: theirs.recvfrom(size))
+        finally:
+            ours.close()
+            theirs.close()
+
 
 needs_hypothesis = pytest.mark.skipif(given is None, reason="hypothesis is not installed (Python 3 only)")
 

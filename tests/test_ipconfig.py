@@ -7,12 +7,14 @@ import errno
 
 import pytest
 
+import conftest
 from bitsnet import efidefs, errors, events, ipconfig, nic, tcp
 from helpers import PROFILES, HostListener, wait
 
 pytest_plugins = ["helpers"]  # the ``net`` fixture
-LEASE = "127.0.0.2"
-STATIC = "127.0.0.7"
+LEASE = conftest.STATION
+STATIC = LEASE.rsplit(".", 1)[0] + ".7"  # 127.0.0.7 (127.0.N.7 in test slot N)
+LINK_LOCAL = ("fe80::5054:ff:fe12:3456", 64)  # EUI-64 from the simulated MAC 52:54:00:12:34:56
 
 
 def test_dhcp_brings_up_the_lease_and_reports_progress(net, capsys):
@@ -20,7 +22,7 @@ def test_dhcp_brings_up_the_lease_and_reports_progress(net, capsys):
     assert info.address == LEASE and info.netmask == "255.0.0.0" and info.gateway == "127.0.0.1"
     assert ("0.0.0.0", "0.0.0.0", "127.0.0.1") in info.routes  # InterfaceInfo sized with its routes
     out = capsys.readouterr().out
-    assert out.startswith("bitsnet: DHCP on eth0 ... 127.0.0.2/8 in ") and out.endswith(" s\n")
+    assert out.startswith("bitsnet: DHCP on eth0 ... %s/8 in " % LEASE) and out.endswith(" s\n")
     assert ipconfig.current() == info
 
 
@@ -71,7 +73,8 @@ def test_static_configure_and_traffic_from_it(net, profile):
     assert (info.address, info.netmask, info.gateway, info.dns_servers) == (STATIC, "255.0.0.0", "127.0.0.1",
                                                                            ["127.0.0.53"])
     assert ipconfig.interfaces() == [{"name": "eth0", "mac": "52:54:00:12:34:56", "address": STATIC,
-                                      "netmask": "255.0.0.0", "gateway": "127.0.0.1", "dns": ["127.0.0.53"]}]
+                                      "netmask": "255.0.0.0", "gateway": "127.0.0.1", "dns": ["127.0.0.53"],
+                                      "ipv6": [LINK_LOCAL]}]
     listener = HostListener()
     ep = tcp.TcpEndpoint()
     ep.connect_start(listener.address)
@@ -89,8 +92,15 @@ def test_configure_rejects_a_bad_address(net):
 
 
 def test_interfaces_before_any_address(net):
+    # IP6 Config has its link-local address at once (EDK2's default policy, Manual, adds no other)
     assert ipconfig.interfaces() == [{"name": "eth0", "mac": "52:54:00:12:34:56", "address": None,
-                                      "netmask": None, "gateway": None, "dns": []}]
+                                      "netmask": None, "gateway": None, "dns": [], "ipv6": [LINK_LOCAL]}]
+
+
+@pytest.mark.machine(ipv6=False)
+def test_interfaces_of_a_firmware_without_ipv6(net):
+    assert ipconfig.interfaces() == [{"name": "eth0", "mac": "52:54:00:12:34:56", "address": None,
+                                      "netmask": None, "gateway": None, "dns": [], "ipv6": []}]
 
 
 @pytest.mark.machine(nic_connected=False)

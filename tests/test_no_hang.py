@@ -30,7 +30,7 @@ net = test_socket_api.net
 
 TIMEOUT = 0.3  # seconds given to every call
 MARGIN = 0.5  # seconds past the timeout a call may take under a plan (one burst_wait, a few ticks)
-STATION = getattr(conftest, "STATION", "127.0.0.2")
+STATION = conftest.STATION
 
 
 def plan_params(**options):

@@ -22,7 +22,7 @@ import peers
 from bitsnet import _socket as bs
 from bitsnet import events
 
-STATION = "127.0.0.2"  # the simulated machine's address
+STATION = conftest.STATION  # the simulated machine's address
 SHORT = 0.25  # seconds: a timeout that must expire
 PY2 = sys.version_info[0] == 2
 
@@ -200,6 +200,7 @@ def test_default_timeout_is_validated_and_inherited(net):
             s.settimeout(-0.5)
 
 
+@pytest.mark.machine(ipv6=False)  # firmware without TCP6: AF_INET6 is EAFNOSUPPORT
 def test_unsupported_kinds_raise_cpythons_errors(net):
     with pytest.raises(bs.error) as info:
         bs.socket(bs.AF_INET6, bs.SOCK_STREAM)

@@ -8,10 +8,11 @@ import socket as host
 
 import pytest
 
+import conftest
 from bitsnet import _socket as bs
 from test_socket_api import net  # noqa: F401  (the fixture)
 
-STATION = "127.0.0.2"
+STATION = conftest.STATION
 
 
 @pytest.fixture

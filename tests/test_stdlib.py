@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+import conftest
 import peers
 
 try:
@@ -27,7 +28,7 @@ except ImportError:  # Python 2.7
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 SCRIPTS = os.path.join(ROOT, "tests", "stdlib_scripts")
-STATION = "127.0.0.2"  # the simulated machine's address (efirun's default --address)
+STATION = conftest.STATION  # the simulated machine's address (efirun --address)
 BIG_FILE_BYTES = 20 * 1024 * 1024
 BIG_FILE_SECONDS = 30  # the 20 MB download must not crawl: bitsnet Polls aggressively
 PY2 = sys.version_info[0] == 2
@@ -37,7 +38,7 @@ class EfiRun(object):
     """tools/efirun.py running one script: lines of its stdout arrive through a queue."""
 
     def __init__(self, script, args=(), options=()):
-        command = [sys.executable, EFIRUN] + list(options) + [os.path.join(SCRIPTS, script)]
+        command = [sys.executable, EFIRUN] + conftest.STATION_ARGS + list(options) + [os.path.join(SCRIPTS, script)]
         command += [str(a) for a in args]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,

@@ -13,13 +13,14 @@ import threading
 
 import pytest
 
+import conftest
 from bitsnet import errors, udp
 from helpers import HOST, MODES, PROFILES, wait
 from peers import closed_port
 
 pytest_plugins = ["helpers"]  # the ``net`` fixture
 
-LEASE = "127.0.0.2"
+LEASE = conftest.STATION
 WIRE_BROADCAST = "127.255.255.255"  # the loopback LAN's broadcast address (/8)
 
 
@@ -223,7 +224,7 @@ def test_broadcast_needs_so_broadcast_then_reaches_the_wire(net):
 
 def test_datagrams_to_the_broadcast_address_are_received(net):
     ep = udp.UdpEndpoint()
-    ep.bind(("", 0))
+    ep.bind(("", conftest.port(4)))  # this test process's own port: the wire's broadcasts reach every process
     sender = host_socket()
     sender.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
     sender.sendto(b"everyone", (WIRE_BROADCAST, ep.local_address[1]))
