@@ -29,6 +29,7 @@ from ctypes import POINTER, c_uint32, c_void_p
 from bitsnet import efidefs
 from efisim import uefi
 from efisim.firmware import efiapi
+from efisim.ipconfig_base import ConfigDriver
 from efisim.nic import int_to_ip, ip_to_int, prefix_to_mask
 
 INTERFACE_INFO_SIZE = ctypes.sizeof(efidefs.EFI_IP4_CONFIG2_INTERFACE_INFO)
@@ -121,8 +122,12 @@ class _Dhcp(object):
         self.give_up_at = _now() + DHCP_GIVE_UP
 
 
-class Ip4Config2Driver(object):
+class Ip4Config2Driver(ConfigDriver):
     """The Ip4Config2 instance of one NIC (``machine.drivers["ip4config2"]``)."""
+
+    DATA_TYPE_MAXIMUM = _MAXIMUM
+    LEDGER_KEY = "ip4config2_notify"
+    SIGNAL_UNCHANGED = True  # EDK2 Ip4Config2: the events fire even for unchanged data
 
     def __init__(self, machine):
         self.machine = machine
@@ -138,7 +143,7 @@ class Ip4Config2Driver(object):
         self.manual_address = None  # (address, mask) while set
         self.gateways = []  # type: list
         self.dns_servers = []  # type: list
-        self.notify = dict((data_type, []) for data_type in range(_MAXIMUM))  # type: dict   # DataType -> [events]
+        ConfigDriver.__init__(self)  # the notify lists
         self.dhcp = None  # the running DHCP4 child (a _Dhcp), if any
         self.dhcp_success = False
         self.dhcp_runs = 0  # DHCP processes started (for tests)
@@ -247,31 +252,10 @@ class Ip4Config2Driver(object):
             return True
         return False
 
-    # ------------------------------------------------------------------ notify events
-    def _signal(self, data_type):
-        for event in list(self.notify[data_type]):
-            self.firmware.signal(event)  # a closed-but-registered event is recorded as a crash
-
     # ------------------------------------------------------------------ SetData
-    def _SetData(self, this, data_type, size, data):
-        # EfiIp4Config2SetData: parameter checks, then the item's own SetData at TPL_CALLBACK.
-        if not this or (not data) != (size == 0):
-            return uefi.EFI_INVALID_PARAMETER
-        if not 0 <= data_type < _MAXIMUM:
-            return uefi.EFI_UNSUPPORTED
-        with self.firmware.at_tpl(uefi.TPL_CALLBACK):
-            if self.status[data_type] == uefi.EFI_NOT_READY:
-                return uefi.EFI_ACCESS_DENIED  # an asynchronous set of this item is on the way
-            setter = {_POLICY: self._set_policy_data, _MANUAL_ADDRESS: self._set_manual_address,
-                      _GATEWAY: self._set_gateway, _DNS_SERVER: self._set_dns_server}.get(data_type)
-            if setter is None:
-                return uefi.EFI_WRITE_PROTECTED  # InterfaceInfo is read-only
-            status = setter(size, data or 0)
-            if status == uefi.EFI_ABORTED:
-                status = uefi.EFI_SUCCESS  # same data as before: nothing changes, events still fire
-            if status == uefi.EFI_SUCCESS:
-                self._signal(data_type)
-            return status
+    def setters(self):
+        return {_POLICY: self._set_policy_data, _MANUAL_ADDRESS: self._set_manual_address,
+                _GATEWAY: self._set_gateway, _DNS_SERVER: self._set_dns_server}
 
     def _set_policy_data(self, size, data):
         if size != POLICY_SIZE:
@@ -439,34 +423,7 @@ class Ip4Config2Driver(object):
         info.RouteTable = ctypes.cast(c_void_p(data + INTERFACE_INFO_SIZE), POINTER(efidefs.EFI_IP4_ROUTE_TABLE))
         return uefi.EFI_SUCCESS  # *DataSize is left as the caller gave it, as in EDK2
 
-    # ------------------------------------------------------------------ notify registration
-    def _RegisterDataNotify(self, this, data_type, event):
-        if not this or not event:
-            return uefi.EFI_INVALID_PARAMETER
-        if not 0 <= data_type < _MAXIMUM:
-            return uefi.EFI_UNSUPPORTED
-        with self.firmware.at_tpl(uefi.TPL_CALLBACK):
-            if event in self.notify[data_type]:
-                return uefi.EFI_ACCESS_DENIED
-            self.notify[data_type].append(event)
-            return uefi.EFI_SUCCESS
-
-    def _UnregisterDataNotify(self, this, data_type, event):
-        if not this or not event:
-            return uefi.EFI_INVALID_PARAMETER
-        if not 0 <= data_type < _MAXIMUM:
-            return uefi.EFI_NOT_FOUND
-        with self.firmware.at_tpl(uefi.TPL_CALLBACK):
-            if event not in self.notify[data_type]:
-                return uefi.EFI_NOT_FOUND
-            self.notify[data_type].remove(event)
-            return uefi.EFI_SUCCESS
-
     # ------------------------------------------------------------------ driver interface
-    def ledger(self):
-        """Notify events still registered: an application that registers must unregister."""
-        return {"ip4config2_notify": sum(len(events) for events in self.notify.values())}
-
     def shutdown(self):
         self.stop_dhcp()
         self.firmware.uninstall_protocol(self.nic.handle, efidefs.EFI_IP4_CONFIG2_PROTOCOL_GUID)

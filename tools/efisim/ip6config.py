@@ -45,6 +45,7 @@ from ctypes import POINTER, c_uint32, c_void_p
 from bitsnet import efidefs
 from efisim import uefi
 from efisim.firmware import TICK, efiapi
+from efisim.ipconfig_base import ConfigDriver
 from efisim.machine import ipv6_dns_host_port
 from efisim.nic import ip6_packed, ip6_text
 
@@ -88,8 +89,12 @@ def _read_addresses(address, size):
     return [ip6_text(raw[i:i + 16]) for i in range(0, size, 16)]
 
 
-class Ip6ConfigDriver(object):
+class Ip6ConfigDriver(ConfigDriver):
     """The Ip6Config instance of one NIC (``machine.drivers["ip6config"]``)."""
+
+    DATA_TYPE_MAXIMUM = _MAXIMUM
+    LEDGER_KEY = "ip6config_notify"
+    SIGNAL_UNCHANGED = False  # EDK2 Ip6Config: unchanged data is not a change, no event
 
     def __init__(self, machine):
         self.machine = machine
@@ -110,7 +115,7 @@ class Ip6ConfigDriver(object):
         self.slaac_done = False
         self.gateways = []  # type: list
         self.dns_servers = []  # type: list
-        self.notify = dict((data_type, []) for data_type in range(_MAXIMUM))  # type: dict
+        ConfigDriver.__init__(self)  # the notify lists
         advertised = [ipv6_dns_host_port(server) for server in self.config.ipv6_dns_servers]
         self.advertised_dns = [host for host, _ in advertised]
         self.nic.dns_ports.update(advertised)  # the UDP models redirect port 53 there (see udp4)
@@ -184,32 +189,11 @@ class Ip6ConfigDriver(object):
         delay = self.config.ipv6_delay
         return 0.0 if delay is None else float(delay)
 
-    # ------------------------------------------------------------------ notify events
-    def _signal(self, data_type):
-        for event in list(self.notify[data_type]):
-            self.firmware.signal(event)
-
     # ------------------------------------------------------------------ SetData
-    def _SetData(self, this, data_type, size, data):
-        # EfiIp6ConfigSetData: parameter checks, then the item's own SetData at TPL_CALLBACK.
-        if not this or (not data) != (size == 0):
-            return uefi.EFI_INVALID_PARAMETER
-        if not 0 <= data_type < _MAXIMUM:
-            return uefi.EFI_UNSUPPORTED
-        with self.firmware.at_tpl(uefi.TPL_CALLBACK):
-            if self.status[data_type] == uefi.EFI_NOT_READY:
-                return uefi.EFI_ACCESS_DENIED  # an asynchronous set of this item is on the way
-            setter = {_ALT_INTERFACE_ID: self._set_interface_id, _POLICY: self._set_policy_data,
-                      _DAD_TRANSMITS: self._set_dad_transmits, _MANUAL_ADDRESS: self._set_manual_address,
-                      _GATEWAY: self._set_gateway, _DNS_SERVER: self._set_dns_server}.get(data_type)
-            if setter is None:
-                return uefi.EFI_WRITE_PROTECTED  # InterfaceInfo is read-only
-            status = setter(size, data or 0)
-            if status == uefi.EFI_ABORTED:
-                return uefi.EFI_SUCCESS  # the same data as before: nothing changes, no event
-            if status == uefi.EFI_SUCCESS:
-                self._signal(data_type)
-            return status
+    def setters(self):
+        return {_ALT_INTERFACE_ID: self._set_interface_id, _POLICY: self._set_policy_data,
+                _DAD_TRANSMITS: self._set_dad_transmits, _MANUAL_ADDRESS: self._set_manual_address,
+                _GATEWAY: self._set_gateway, _DNS_SERVER: self._set_dns_server}
 
     def _set_interface_id(self, size, data):
         if size != 8:
@@ -390,34 +374,7 @@ class Ip6ConfigDriver(object):
             info.RouteTable = ctypes.cast(c_void_p(route_at), POINTER(efidefs.EFI_IP6_ROUTE_TABLE))
         return uefi.EFI_SUCCESS
 
-    # ------------------------------------------------------------------ notify registration
-    def _RegisterDataNotify(self, this, data_type, event):
-        if not this or not event:
-            return uefi.EFI_INVALID_PARAMETER
-        if not 0 <= data_type < _MAXIMUM:
-            return uefi.EFI_UNSUPPORTED
-        with self.firmware.at_tpl(uefi.TPL_CALLBACK):
-            if event in self.notify[data_type]:
-                return uefi.EFI_ACCESS_DENIED
-            self.notify[data_type].append(event)
-            return uefi.EFI_SUCCESS
-
-    def _UnregisterDataNotify(self, this, data_type, event):
-        if not this or not event:
-            return uefi.EFI_INVALID_PARAMETER
-        if not 0 <= data_type < _MAXIMUM:
-            return uefi.EFI_NOT_FOUND
-        with self.firmware.at_tpl(uefi.TPL_CALLBACK):
-            if event not in self.notify[data_type]:
-                return uefi.EFI_NOT_FOUND
-            self.notify[data_type].remove(event)
-            return uefi.EFI_SUCCESS
-
     # ------------------------------------------------------------------ driver interface
-    def ledger(self):
-        """Notify events still registered: an application that registers must unregister."""
-        return {"ip6config_notify": sum(len(events) for events in self.notify.values())}
-
     def shutdown(self):
         self.firmware.remove_periodic(self._work)
         self.firmware.uninstall_protocol(self.nic.handle, efidefs.EFI_IP6_CONFIG_PROTOCOL_GUID)
