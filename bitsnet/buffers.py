@@ -129,10 +129,17 @@ class ByteQueue(object):
             return first
         if len(first) - self._offset >= n:  # inside the first chunk
             data = first[self._offset:self._offset + n]
-        else:
-            out = bytearray(n)
-            self.readinto(out, n, consume=False)
-            data = bytes(out)
+        else:  # across chunks: one join; a whole chunk sliced whole is the object itself, uncopied
+            parts = []
+            offset, left = self._offset, n
+            for chunk in self._chunks:
+                part = chunk[offset:offset + left]
+                parts.append(part)
+                left -= len(part)
+                offset = 0
+                if not left:
+                    break
+            data = b"".join(parts)
         if consume:
             self.discard(n)
         return data
