@@ -183,12 +183,19 @@ _SSIZE_MAX = 2 ** 63 - 1
 # CPython allocates recv()'s result before it looks at the socket: sizes within this many bytes
 # of _SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
 _BYTES_HEADER = 33 if _sys.version_info[0] >= 3 else 37
+_MAX_RECV = _SSIZE_MAX - _BYTES_HEADER
+_NOT_STREAM_RECV_FLAGS = ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL)  # any of these: EOPNOTSUPP
+# A stream recv() up to this size hands over the received bytes without allocating a result
+# first; a larger one allocates as CPython does, so that absurd sizes raise MemoryError there too.
+_UNCOPIED_RECV_MAX = 1 << 24
 _MAX_TIMEOUT = 9.2e9  # seconds: beyond it CPython's _PyTime_t (int64 ns) overflows
 
 
 def _int(value, who="", bounds=_C_INT):
     """``value`` as a C int (PyArg "i"): TypeError for non-integers (bool is an int),
     OverflowError outside ``bounds``."""
+    if type(value) is int and bounds[0] <= value <= bounds[1]:
+        return value  # the common case, first: every recv and send checks its flags
     if not isinstance(value, _INT_TYPES):
         raise TypeError("'%s' object cannot be interpreted as an integer" % type(value).__name__)
     if not bounds[0] <= value <= bounds[1]:
@@ -236,11 +243,27 @@ def _bytes_arg(value):
     return memoryview(value).tobytes()
 
 
+# What PyArg "y*" refuses outright (the rest is left to memoryview()): ints, None, and on 3.x str.
+_NOT_BYTES_LIKE = _INT_TYPES + (type(None),) + ((str,) if _sys.version_info[0] >= 3 else ())
+
+
 def _bytes_view(value):
     """Data to send (PyArg "y*"): the object itself if it is bytes-like, else TypeError."""
-    if isinstance(value, _INT_TYPES) or value is None or (_sys.version_info[0] >= 3 and isinstance(value, str)):
+    if isinstance(value, _NOT_BYTES_LIKE):
         raise TypeError("a bytes-like object is required, not '%s'" % type(value).__name__)
     return value
+
+
+def _send_buffer(data):
+    """Data to send as (object, byte-wise memoryview of it); an object that is not byte-wise
+    (array('i'), a 2-D view) is copied to bytes first, as CPython counts bytes, not items."""
+    if isinstance(data, _NOT_BYTES_LIKE):
+        _bytes_view(data)  # raises the TypeError
+    view = memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        data = view.tobytes()
+        view = memoryview(data)
+    return data, view
 
 
 def _efi_guarded(method):
@@ -820,8 +843,10 @@ class socket(object):
         bufsize, flags = _size_arg(bufsize), _int(flags)
         if bufsize < 0:
             raise ValueError("negative buffersize in recv")
-        if bufsize > _SSIZE_MAX - _BYTES_HEADER:
+        if bufsize > _MAX_RECV:
             raise OverflowError("byte string is too large")
+        if self._type == SOCK_STREAM and not flags & MSG_WAITALL and bufsize <= _UNCOPIED_RECV_MAX:
+            return self._recv_stream(None, bufsize, flags)  # the received bytes, uncopied
         self._endpoint()
         buffer = bytearray(bufsize)
         n = self._recv_into(buffer, bufsize, flags)
@@ -842,7 +867,7 @@ class socket(object):
         bufsize, flags = _size_arg(bufsize), _int(flags)
         if bufsize < 0:
             raise ValueError("negative buffersize in recvfrom")
-        if bufsize > _SSIZE_MAX - _BYTES_HEADER:
+        if bufsize > _MAX_RECV:
             raise OverflowError("byte string is too large")
         buffer = bytearray(bufsize)
         n, source = self._recvfrom_into(buffer, bufsize, flags)
@@ -880,20 +905,27 @@ class socket(object):
     def _recv_into(self, buffer, nbytes, flags):
         if self._type == SOCK_DGRAM:
             return self._recvfrom_into(buffer, nbytes, flags)[0]
+        return self._recv_stream(buffer, nbytes, flags)
+
+    def _recv_stream(self, buffer, nbytes, flags):
+        """recv_into ``buffer`` on a stream socket: the count; ``buffer`` None: recv, the bytes."""
         endpoint = self._endpoint()
-        if flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL):
+        if flags & _NOT_STREAM_RECV_FLAGS:
             raise _error(_errno.EOPNOTSUPP)
         if nbytes == 0 or self._descriptor.read_shut:
-            return 0
+            return 0 if buffer is not None else b""
         peek = bool(flags & MSG_PEEK)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
         if flags & MSG_WAITALL and not peek and not nonblocking:
             return self._recv_all(endpoint, buffer, nbytes, deadline)
         while True:
-            n = endpoint.recv_into(buffer, nbytes, peek)
-            if n is not None:
-                return n
+            if buffer is None:
+                got = endpoint.recv(nbytes, peek)
+            else:
+                got = endpoint.recv_into(buffer, nbytes, peek)
+            if got is not None:
+                return got
             if nonblocking:
                 raise _error(_errno.EAGAIN)
             self._wait(endpoint, endpoint.can_recv, deadline)
@@ -932,9 +964,12 @@ class socket(object):
         """send(data[, flags]) -> count
 
         Send data; return how many bytes were taken (the send buffer is bounded)."""
-        return self._send(memoryview(_bytes_view(data)), _int(flags), self._deadline())
+        data, view = _send_buffer(data)
+        return self._send(data, view, _int(flags), self._deadline())
 
-    def _send(self, view, flags, deadline, address=None):
+    def _send(self, data, view, flags, deadline, address=None):
+        """Send from ``view`` (a byte-wise memoryview); ``data`` is its object when that is bytes
+        and the whole of it, for the zero-copy Transmit (tcp.py rule 3), else ``view`` again."""
         endpoint = self._endpoint()
         if flags & ~MSG_DONTWAIT:
             raise _error(_errno.EOPNOTSUPP)
@@ -943,7 +978,7 @@ class socket(object):
         if not len(view):
             return 0
         while True:
-            n = endpoint.send(view)
+            n = endpoint.send(data)
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
@@ -965,14 +1000,13 @@ class socket(object):
         """sendall(data[, flags])
 
         Send all of data; the timeout, if any, applies to the whole call (as in 3.5+)."""
-        view = memoryview(_bytes_view(data))
+        data, view = _send_buffer(data)
         flags = _int(flags)
-        if view.ndim != 1 or view.itemsize != 1:
-            view = memoryview(view.tobytes())
         deadline = self._deadline()
-        sent = 0
+        sent = self._send(data, view, flags, deadline)
         while sent < len(view):
-            sent += self._send(view[sent:], flags, deadline)
+            rest = view[sent:]
+            sent += self._send(rest, rest, flags, deadline)
 
     @_efi_guarded
     def sendto(self, data, flags_or_address, address=None):
@@ -980,9 +1014,9 @@ class socket(object):
 
         For a connected TCP socket the address is checked and otherwise ignored."""
         flags = 0 if address is None else _int(flags_or_address)
-        view = memoryview(_bytes_view(data))
+        data, view = _send_buffer(data)
         remote = _sockaddr(self._family, flags_or_address if address is None else address, "sendto")
-        return self._send(view, flags, self._deadline(), remote)
+        return self._send(data, view, flags, self._deadline(), remote)
 
     @_efi_guarded
     def shutdown(self, how):
@@ -1071,6 +1105,11 @@ class _PairEndpoint(object):
         if self._rx:
             return self._rx.readinto(buffer, nbytes, consume=not peek)
         return 0 if self._eof else None
+
+    def recv(self, nbytes, peek=False):
+        if self._rx:
+            return self._rx.peek(nbytes) if peek else self._rx.read(nbytes)
+        return b"" if self._eof else None
 
     def send(self, data):
         peer = self.peer

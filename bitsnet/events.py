@@ -57,25 +57,22 @@ EFI_HOOK_RESCAN_INTERVAL = 0.05  # seconds; BITS's hook loses notifications with
 IDLE_SPINS = 64  # wait loop iterations with no progress before it starts to Stall
 IDLE_STALL_US = 100  # Stall per idle iteration after that: bounds latency, spares the CPU
 
-_clock = getattr(time, "monotonic", time.time)
-
-
-def clock():
-    # type: () -> float
-    """Monotonic seconds; every timeout in bitsnet is measured with this one clock."""
-    return _clock()
+# Monotonic seconds; every timeout in bitsnet is measured with this one clock. The function
+# itself rather than a wrapper: a request/response round trip reads it several times.
+clock = getattr(time, "monotonic", time.time)
 
 
 class Operation(object):
     """One token handed to EFI, with everything EFI may touch until it completes."""
 
-    __slots__ = ("token", "completion", "keep", "on_done", "owner", "slot", "seq", "done", "status")
+    __slots__ = ("token", "completion", "keep", "on_done", "owner", "kind", "slot", "seq", "done", "status")
 
-    def __init__(self, token, completion, on_done, owner, keep, slot, seq):
+    def __init__(self, token, completion, on_done, owner, keep, slot, seq, kind=None):
         self.token = token
         self.completion = completion
         self.on_done = on_done
         self.owner = owner
+        self.kind = kind  # the owner's name for what the token does ("rx", "tx"...), for on_done
         self.keep = keep
         self.slot = slot
         self.seq = seq
@@ -171,8 +168,7 @@ def _new_event(slot):
 
 
 def _take_slot():
-    if _idle:
-        return _idle.pop()
+    """A new pool slot and its event (submit() takes idle ones itself)."""
     slot = len(_events)
     _events.append(None)
     value = _new_event(slot)
@@ -196,18 +192,18 @@ def _close_slot(slot):
 
 
 # --- The public API ------------------------------------------------------------------------
-def submit(token, completion, on_done, owner, keep=()):
+def submit(token, completion, on_done, owner, keep=(), kind=None):
     """Register ``token`` before it is handed to EFI; see Rule 1.
 
     ``completion`` is the token's EFI_*_COMPLETION_TOKEN (fields Event and Status). The caller
     makes the EFI call next; if that call fails, the firmware never took the token and the
     caller must ``unsubmit`` it.
     """
-    slot = _take_slot()
+    slot = _idle.pop() if _idle else _take_slot()
     completion.Event = _events[slot]
     completion.Status = SENTINEL
     _state["seq"] += 1
-    op = Operation(token, completion, on_done, owner, tuple(keep), slot, _state["seq"])
+    op = Operation(token, completion, on_done, owner, keep, slot, _state["seq"], kind)
     _pending[slot] = op
     return op
 
@@ -231,7 +227,10 @@ def _finish(op):
     del _pending[op.slot]
     op.status = op.completion.Status
     op.done = True
-    _release_slot(op.slot)
+    if len(_idle) < MAX_IDLE_EVENTS:  # _release_slot(), inline: every completion passes here
+        _idle.append(op.slot)
+    else:
+        _close_slot(op.slot)
     stats["completions"] += 1
     op.on_done(op)
 
@@ -251,24 +250,24 @@ def process():
     # Hot path: every round of every wait runs this, usually to find nothing. The common
     # trampoline case with nothing notified returns after one C call and two reads.
     current = _state["mode"] or mode()
+    finished = 0
     if current == "trampoline":
         lost = _state["trampoline"].overflow()
         if not lost and not _ready:
             return 0
-        done = []
         if lost:
             stats["overflowed"] += lost
-            done.extend(_rescan())
+            finished = _finish_found(_rescan())
     elif current == "efi-hook":
-        done = []
         if _pending and clock() - _state["last_rescan"] > EFI_HOOK_RESCAN_INTERVAL:
-            done.extend(_rescan())
+            finished = _finish_found(_rescan())
     else:
-        done = []
         bs = boot_services()
         for slot, op in list(_pending.items()):
             if bs.CheckEvent(_events[slot]) == efi.EFI_SUCCESS:
                 _ready.append(slot)
+    # A finished operation leaves _pending, so a second notification for it -- or a stale one
+    # for an event since reused by a token that is still outstanding -- finds nothing to do.
     while _ready:
         slot = _ready.popleft()
         stats["notifications"] += 1
@@ -276,23 +275,16 @@ def process():
         if op is None or op.completion.Status == SENTINEL:
             stats["stale"] += 1
             continue
-        done.append(op)
-    if not done:
-        return 0
-    if len(done) == 1:  # the usual case: no set, no sort
-        op = done[0]
-        if op.done:
-            return 0
         _finish(op)
-        return 1
-    # One completion can be found twice (notified and rescanned); finish each once, in the
-    # order the tokens were submitted.
-    finished = 0
-    for op in sorted(set(done), key=_seq):
-        if not op.done:
-            _finish(op)
-            finished += 1
+        finished += 1
     return finished
+
+
+def _finish_found(found):
+    """Finish the completions a rescan found, in the order their tokens were submitted."""
+    for op in sorted(found, key=_seq):
+        _finish(op)
+    return len(found)
 
 
 def _seq(op):

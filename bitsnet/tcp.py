@@ -112,11 +112,11 @@ class TcpEndpoint(object):
         self._configured = None  # the (active, station, port, backlog, options) last configured
         self._local = None  # type: tuple
         self._remote = None  # type: tuple
-        self._done = []  # type: list   # (kind, op) recorded by on_done (rule 1)
+        self._done = []  # type: list   # Operations recorded by on_done (rule 1)
         self._rx = ByteQueue(DEFAULT_RCVBUF)
         self._rx_buffer = None  # the Receive buffer, packet and token, made once (_post_receive)
-        self._rx_packet = self._rx_token = self._rx_fragment = None
-        self._tx_free = []  # type: list   # (token, packet) pairs of completed Transmits, for reuse
+        self._rx_packet = self._rx_token = self._rx_fragment = self._rx_completion = None
+        self._tx_free = []  # type: list   # what completed Transmits used, for reuse (_post_transmit)
         self._rx_op = None
         self._eof = False  # peer FIN seen
         self._rd_shut = False
@@ -284,11 +284,11 @@ class TcpEndpoint(object):
         return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
 
     def _submit(self, kind, token, completion, keep=()):
-        return events.submit(token, completion, lambda op: self._record(kind, op), self, keep)
+        return events.submit(token, completion, self._record, self, keep, kind)
 
-    def _record(self, kind, op):
+    def _record(self, op):
         # on_done: record only (rule 1).
-        self._done.append((kind, op))
+        self._done.append(op)
         if self._user_closed:
             _reap_wanted.add(self)  # a closing endpoint moved: the next _reap_due() looks at it
         self._settled = False
@@ -313,8 +313,8 @@ class TcpEndpoint(object):
 
     def _consume(self):
         while self._done:
-            kind, op = self._done.pop(0)
-            getattr(self, "_done_" + kind)(op)
+            op = self._done.pop(0)
+            _CONSUMERS[op.kind](self, op)
         _dirty.discard(self)
 
     def _set_error(self, err):
@@ -328,10 +328,10 @@ class TcpEndpoint(object):
         self._streaming = False
         self._rx_later = status == efi.EFI_SUCCESS
         if status == efi.EFI_SUCCESS:
-            rxdata = op.keep[0]
-            self._streaming = rxdata.DataLength >= STREAM_SEGMENT
+            length = op.keep[0].DataLength  # facts 3.3 Receive: EDK2 wrote how much it delivered
+            self._streaming = length >= STREAM_SEGMENT
             if not self._rd_shut:
-                self._rx.append(ctypes.string_at(op.keep[1], rxdata.DataLength))
+                self._rx.append(ctypes.string_at(op.keep[1], length))
         elif status == efi.EFI_CONNECTION_FIN:  # facts 3.6: pending Receive on peer FIN
             self._eof = True
         elif status == efi.EFI_ABORTED:
@@ -341,7 +341,7 @@ class TcpEndpoint(object):
 
     def _done_tx(self, op):
         self._tx_ops.remove(op)
-        self._tx_free.append((op.token, op.keep[0], op.keep[2]))
+        self._tx_free.append((op.token, op.keep[0], op.keep[2], op.keep[3]))
         self._tx_inflight -= op.keep[0].DataLength
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
             self._set_error(errors.errno_for(op.status, "send"))
@@ -371,6 +371,28 @@ class TcpEndpoint(object):
 
     def _refill(self):
         """Post what should be outstanding (rules 2, 3). True if something completed at once."""
+        if self._state != "connected":
+            return self._refill_unconnected()
+        if self._dead or self._close_op is not None:
+            return False
+        while self._tx.size and len(self._tx_ops) < MAX_TRANSMITS and not self._dead:
+            if not self._post_transmit(self._tx.read(TRANSMIT_CHUNK)):
+                break
+        synchronous = False
+        if self._rx_op is None and not (self._eof or self._dead):
+            if self._fin_wanted or self._rd_shut:
+                synchronous = self._post_receive()  # drained even when full: a close is coming (rule 4)
+            elif self._rx.size < self._rx.limit:  # not full() (a TCP buffer always has a limit)
+                if self._streaming or self._rx_later:
+                    _rx_deferred.add(self)  # the next progress() (or a recv that would block) posts it
+                else:
+                    synchronous = self._post_receive()
+        if self._fin_wanted and not synchronous and not self._tx.size and not self._tx_ops and not self._dead:
+            self._post_close(abort=False)
+        return synchronous
+
+    def _refill_unconnected(self):
+        """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
         if self._state == "connecting" and self._connect_deadline is not None \
                 and events.clock() >= self._connect_deadline:
             self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
@@ -381,22 +403,7 @@ class TcpEndpoint(object):
             while len(self._accept_ops) + len(self._accepted) < self._backlog:
                 if self._post_accept():
                     return True
-            return False
-        if self._state != "connected" or self._dead or self._close_op is not None:
-            return False
-        synchronous = False
-        while self._tx.size and len(self._tx_ops) < MAX_TRANSMITS and not self._dead:
-            if not self._post_transmit():
-                break
-        want_rx = not (self._eof or self._dead) and self._rx_op is None and (
-            self._rd_shut or self._fin_wanted or not self._rx.full())
-        if want_rx and (self._streaming or self._rx_later) and not (self._fin_wanted or self._rd_shut):
-            _rx_deferred.add(self)  # the next progress() (or a recv that would block) posts it (rule 2)
-        elif want_rx:
-            synchronous = self._post_receive()
-        if not synchronous and self._fin_wanted and not self._tx.size and not self._tx_ops and not self._dead:
-            self._post_close(abort=False)
-        return synchronous
+        return False
 
     def _post_receive(self):
         if self._rx_buffer is None:
@@ -409,14 +416,15 @@ class TcpEndpoint(object):
             self._rx_packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self._rx_buffer)
             self._rx_token = self._fam.TCP_IO_TOKEN()
             self._rx_token.Packet.RxData = ctypes.pointer(self._rx_packet)
-            # FragmentTable builds a new ctypes array on every read: keep its one entry (it
-            # lives in _rx_packet's memory, which this endpoint keeps).
+            # FragmentTable and CompletionToken build new ctypes objects on every read: keep
+            # them (they are views into _rx_packet's and _rx_token's memory, kept here too).
             self._rx_fragment = self._rx_packet.FragmentTable[0]
+            self._rx_completion = self._rx_token.CompletionToken
         rxdata, token = self._rx_packet, self._rx_token
         # facts 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
         rxdata.DataLength = RECEIVE_CHUNK
         self._rx_fragment.FragmentLength = RECEIVE_CHUNK
-        op = self._submit("rx", token, token.CompletionToken, keep=(rxdata, self._rx_buffer))
+        op = self._submit("rx", token, self._rx_completion, keep=(rxdata, self._rx_buffer))
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
@@ -438,28 +446,30 @@ class TcpEndpoint(object):
         else:
             self._set_error(errors.errno_for(status, op_name))
 
-    def _post_transmit(self):
-        data = self._tx.read(TRANSMIT_CHUNK)
+    def _post_transmit(self, data):
+        """One Transmit of ``data`` (bytes, at most TRANSMIT_CHUNK). False if EDK2 refused it."""
         if self._tx_free:
-            token, txdata, fragment = self._tx_free.pop()  # a completed Transmit's: EDK2 let go
+            # a completed Transmit's token, packet, fragment and completion: EDK2 let go of them
+            token, txdata, fragment, completion = self._tx_free.pop()
         else:
             txdata = self._fam.TCP_TRANSMIT_DATA()
             txdata.Push = True
             txdata.FragmentCount = 1
             token = self._fam.TCP_IO_TOKEN()
             token.Packet.TxData = ctypes.pointer(txdata)
-            fragment = txdata.FragmentTable[0]  # a view into txdata, kept with it (see _post_receive)
+            fragment = txdata.FragmentTable[0]  # views into memory kept with them (see _post_receive)
+            completion = token.CompletionToken
         txdata.DataLength = fragment.FragmentLength = len(data)
         # Zero-copy (facts 3.3 Transmit): the bytes object is the fragment; kept in the registry.
         fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("tx", token, token.CompletionToken, keep=(txdata, data, fragment))
+        op = self._submit("tx", token, completion, keep=(txdata, data, fragment, completion))
         self._tx_ops.append(op)
         self._tx_inflight += len(data)
         status = self._call("Transmit", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
             self._tx_ops.remove(op)
-            self._tx_free.append((token, txdata, fragment))
+            self._tx_free.append((token, txdata, fragment, completion))
             self._tx_inflight -= len(data)
             self._tx.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:  # that one: try again on the next update
@@ -620,16 +630,44 @@ class TcpEndpoint(object):
         self._refresh()
         if nbytes is None:
             nbytes = len(memoryview(buffer))
-        if nbytes == 0:
+        if not nbytes:
             return 0
-        if self._rx.size:
-            n = self._rx.readinto(buffer, nbytes, consume=not peek)
-            if not peek and self._rx_op is None and self not in _rx_deferred:
-                # Room again in the buffer: repost the Receive (rule 2). With one outstanding,
-                # or one deferred (posted by the next progress()), nothing else can have changed
-                # since _refresh() above, so no _update().
-                self._update()
-            return n
+        while not self._rx.size:
+            outcome = self._nothing_buffered()
+            if outcome is not True:
+                return outcome
+        n = self._rx.readinto(buffer, nbytes, consume=not peek)
+        if not peek:
+            self._room_again()
+        return n
+
+    def recv(self, nbytes, peek=False):
+        """Up to ``nbytes`` bytes (b"": EOF), or None if that would block. Unlike recv_into, a
+        whole received chunk is handed over as it is, uncopied (socket.recv's common case)."""
+        self._check_open()
+        self._refresh()
+        if not nbytes:
+            return b""
+        while not self._rx.size:
+            outcome = self._nothing_buffered()
+            if outcome is not True:
+                return None if outcome is None else b""
+        if peek:
+            return self._rx.peek(nbytes)
+        data = self._rx.read(nbytes)
+        self._room_again()
+        return data
+
+    def _room_again(self):
+        # Bytes were consumed: repost the Receive if the full buffer had held it back (rule 2).
+        # With one outstanding, or one deferred (posted by the next progress()), nothing else
+        # can have changed since the _refresh() before, so no _update().
+        if self._rx_op is None and self not in _rx_deferred:
+            self._update()
+
+    def _nothing_buffered(self):
+        """recv found no buffered bytes: 0 at EOF, None if it would block, the pending error
+        raised -- or True once a deferred Receive, posted now, brought something: look again."""
         if self._rd_shut:
             return 0
         if self._error:
@@ -643,37 +681,40 @@ class TcpEndpoint(object):
             return None
         if self._close_op is not None and self._rx_op is None:
             return 0  # no half-close in EDK2: after SHUT_WR nothing more can be read
-        if self._rx_later and not self._streaming and self in _rx_deferred:
+        if self._rx_later and not self._streaming and self._rx_op is None and self in _rx_deferred:
             # Rule 2's exception ends when the buffer runs dry: post the Receive now (it may
             # complete at once, with data EDK2 already holds) rather than in the next progress().
+            # _refresh() left nothing else for _update() to do, and what deferred this Receive
+            # still holds (the buffer is empty, no EOF, no error): post it directly.
             _rx_deferred.discard(self)
             self._rx_later = False
-            self._update()
-            if self._rx or self._eof or self._dead or self._error:
-                return self.recv_into(buffer, nbytes, peek)
+            if self._post_receive():
+                self._update()  # it completed at once: consume it
+            if self._rx.size or self._eof or self._dead or self._error:
+                return True
         return None
 
     def send(self, data):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
         self._check_open()
         self._refresh()
-        if self._error:
-            err, self._error = self._error, 0
-            _fail(err, "send")
-        if self._dead or self._fin_wanted:
-            _fail(errno.EPIPE, "send after shutdown or reset")
-        if self._state == "connecting":
-            return None
-        if self._state != "connected":
-            _fail(errno.ENOTCONN, "send")
-        if not len(data):
+        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+            return self._cannot_send()
+        size = len(data)
+        if not size:
             return 0
         space = self._options["sndbuf"] - self._tx_inflight - self._tx.size
         if space <= 0:
             return None
+        if size <= space and size <= TRANSMIT_CHUNK and not self._tx.size and len(self._tx_ops) < MAX_TRANSMITS:
+            # The common small send, straight into a Transmit: _refresh() above left nothing
+            # for _update() to do, and with the queue empty _refill() would post just this.
+            # A bytes object is the fragment itself (zero-copy); anything else is copied once.
+            self._post_transmit(data if isinstance(data, bytes) else memoryview(data).tobytes())
+            return size
         view = memoryview(data)
-        n = min(len(view), space)
-        if n == len(view) and isinstance(data, bytes) and n <= TRANSMIT_CHUNK:
+        n = min(size, space)
+        if n == size and isinstance(data, bytes) and n <= TRANSMIT_CHUNK:
             self._tx.append(data)  # zero-copy: the bytes object itself becomes the fragment
         elif n <= TRANSMIT_CHUNK:
             self._tx.append(view[:n].tobytes())  # one copy: the caller may reuse its buffer
@@ -684,6 +725,18 @@ class TcpEndpoint(object):
                 self._tx.append(view[start:min(n, start + TRANSMIT_CHUNK)].tobytes())
         self._update()
         return n
+
+    def _cannot_send(self):
+        """send() on a connection that is not up: the pending error, EPIPE or ENOTCONN raised,
+        or None (would block) while it is still connecting."""
+        if self._error:
+            err, self._error = self._error, 0
+            _fail(err, "send")
+        if self._dead or self._fin_wanted:
+            _fail(errno.EPIPE, "send after shutdown or reset")
+        if self._state == "connecting":
+            return None
+        _fail(errno.ENOTCONN, "send")
 
     def shutdown(self, how):
         self._check_open()
@@ -824,6 +877,12 @@ class TcpEndpoint(object):
 
     def get_option(self, name):
         return self._options[name]
+
+
+# What consumes each kind of completion (_consume): a table rather than getattr("_done_" + kind)
+# on every completion.
+_CONSUMERS = {"rx": TcpEndpoint._done_rx, "tx": TcpEndpoint._done_tx, "connect": TcpEndpoint._done_connect,
+              "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close}
 
 
 # --- the background closer (rule 4) -------------------------------------------------------------

@@ -181,11 +181,11 @@ class UdpEndpoint(object):
         self._consume()
 
     def _submit(self, kind, token, keep=()):
-        return events.submit(token, token, lambda op: self._record(kind, op), self, keep)
+        return events.submit(token, token, self._record, self, keep, kind)
 
-    def _record(self, kind, op):
+    def _record(self, op):
         # on_done: record only (rule 1).
-        self._done.append((kind, op))
+        self._done.append(op)
         _dirty.add(self)
 
     # --- consuming completions (rule 1) ----------------------------------------------------
@@ -198,8 +198,8 @@ class UdpEndpoint(object):
 
     def _consume(self):
         while self._done:
-            kind, op = self._done.pop(0)
-            if kind == "rx":
+            op = self._done.pop(0)
+            if op.kind == "rx":
                 self._done_rx(op)
             else:
                 self._done_tx(op)
