@@ -139,6 +139,12 @@ class Firmware(object):
         self._handle_cells[ctypes.addressof(cell)] = cell
         return cell
 
+    def live_cells(self):
+        """How many pieces of firmware memory (handles, events, driver tables) are allocated
+        now, for leak tests: what CloseEvent or a child's destruction frees leaves this count."""
+        with self.lock:
+            return len(self._handle_cells)
+
     def allocate_static(self, size):
         """Firmware-owned memory (protocol interfaces, driver data) that lives until reset."""
         cell = (ctypes.c_uint8 * max(size, 1))()
@@ -186,9 +192,14 @@ class Firmware(object):
             if buf is None:
                 return False
             ctypes.memset(address, POOL_FILL, len(buf))
-            self._freed.append(buf)
-            del self._freed[:-256]
+            self._quarantine(buf)
             return True
+
+    def _quarantine(self, memory):
+        """Keep just-freed memory mapped while 256 newer frees follow, so that a use after free
+        reads poison (or an unknown handle) instead of crashing the host process."""
+        self._freed.append(memory)
+        del self._freed[:-256]
 
     # ----------------------------------------------------------------- events and TPL
     def signal(self, handle):
@@ -442,6 +453,8 @@ class Firmware(object):
             if event.queued:
                 event.queued = False
                 self._queued.remove(event)  # EDK2 CoreCloseEvent: RemoveEntryList(NotifyLink)
+            # CoreCloseEvent also frees the IEVENT: its memory goes back to the pool.
+            self._quarantine(self._handle_cells.pop(handle))
             return uefi.EFI_SUCCESS
 
     @efiapi()
