@@ -34,9 +34,10 @@ How completions are noticed (``mode``), chosen once at first use:
 ``check-event``  neither: Type-0 events polled with CheckEvent (facts section 2.3).
 
 Events are pooled: an event is created once, reused for token after token, and closed by
-``shutdown()``. Closing an event whose notification may still be queued would make BITS's
-``efi`` dispatcher raise KeyError in unrelated code; a reused event's stale notification is
-harmless by Rule 3.
+``shutdown()`` -- or, after a burst, once MAX_IDLE_EVENTS others lie idle; the next event
+created takes its slot number. Closing an event whose notification may still be queued would
+make BITS's ``efi`` dispatcher raise KeyError in unrelated code; a reused event's stale
+notification is harmless by Rule 3.
 """
 
 from __future__ import print_function
@@ -89,6 +90,7 @@ _pending = {}  # type: dict   # slot -> Operation: THE registry of what EFI may 
 _events = []  # type: list    # slot -> EFI_EVENT value, or None once closed
 _by_event = {}  # type: dict  # EFI_EVENT value -> slot
 _idle = []  # type: list      # slots whose event is open and unused
+_closed = []  # type: list    # slots whose event was closed: numbers to reuse
 _ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
 _state = {"mode": None, "trampoline": None, "chain": None, "seq": 0, "last_rescan": 0.0}  # type: dict
 stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0}
@@ -168,11 +170,14 @@ def _new_event(slot):
 
 
 def _take_slot():
-    """A new pool slot and its event (submit() takes idle ones itself)."""
-    slot = len(_events)
-    _events.append(None)
-    value = _new_event(slot)
-    _events[slot] = value
+    """A slot with a new event (submit() takes idle ones itself). A closed slot's number is
+    reused, so that the pool's tables stay as long as the most events ever open at once."""
+    slot = _closed[-1] if _closed else len(_events)
+    value = _new_event(slot)  # may raise (CreateEvent failed): nothing has changed then
+    if _closed:
+        _events[_closed.pop()] = value
+    else:
+        _events.append(value)
     _by_event[value] = slot
     return slot
 
@@ -187,6 +192,7 @@ def _release_slot(slot):
 def _close_slot(slot):
     value = _events[slot]
     _events[slot] = None
+    _closed.append(slot)
     del _by_event[value]
     boot_services().CloseEvent(value)
 
@@ -350,6 +356,7 @@ def reset(wanted_mode=None):
     del _events[:]
     _by_event.clear()
     del _idle[:]
+    del _closed[:]
     _ready.clear()
     _state.update(mode=None, trampoline=None, chain=None, last_rescan=0.0)
     _choose_mode(wanted_mode or os.environ.get("BITSNET_EVENT_MODE") or None)

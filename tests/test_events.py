@@ -76,6 +76,25 @@ def test_events_are_reused_and_stale_notifications_ignored(machine, mode):
     assert events.wait_until(lambda: seen, events.clock() + 2)
 
 
+def test_the_pool_stays_as_large_as_the_most_events_open_at_once(machine, mode):
+    # Beyond MAX_IDLE_EVENTS idle events the pool closes them; a later burst creates events
+    # again and must reuse the closed slots' numbers, so that bursts after bursts (a select
+    # server's clients coming and going) leave neither bitsnet's tables nor the firmware bigger.
+    burst = events.MAX_IDLE_EVENTS + 50
+    sizes = []
+    for _ in range(4):
+        tokens = [COMPLETION_TOKEN() for _ in range(burst)]
+        seen = []
+        for token in tokens:
+            events.submit(token, token, seen.append, owner="burst")
+        for token in tokens:
+            complete(machine, token, efi.EFI_SUCCESS)
+        assert events.wait_until(lambda: len(seen) == burst, events.clock() + 5)
+        sizes.append((len(events._events), machine.firmware.ledger()["events"], machine.firmware.live_cells()))
+    assert sizes[0][:2] == (burst, events.MAX_IDLE_EVENTS)
+    assert sizes == [sizes[0]] * 4, sizes
+
+
 def test_completions_from_the_timer_thread_while_python_is_busy(machine, mode):
     tokens = [COMPLETION_TOKEN() for _ in range(20)]
     seen = []
