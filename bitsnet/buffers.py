@@ -18,6 +18,8 @@ import collections
 class ByteQueue(object):
     """A FIFO of bytes with O(bytes) read, peek and readinto; see the module docstring."""
 
+    __slots__ = ("limit", "_chunks", "_offset", "size")  # two per connection: see TcpEndpoint
+
     def __init__(self, limit=None):
         # type: (int) -> None
         self.limit = limit  # None: unbounded

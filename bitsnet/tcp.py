@@ -100,6 +100,15 @@ class TcpEndpoint(object):
     ``fam`` (``family.INET`` or ``family.INET6``) supplies everything that differs between the
     two protocols: the service binding, the structures, the access point and the addresses."""
 
+    # Slots, not a per-instance dict: select() reads a few fields of every endpoint on every
+    # round, and with a thousand endpoints their dicts (3 KiB each on 2.7) outgrow the caches.
+    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "_state", "_options", "_configured",
+                 "_local", "_remote", "_done", "_rx", "_rx_buffer", "_rx_packet", "_rx_token",
+                 "_rx_fragment", "_rx_completion", "_tx_free", "_rx_op", "_eof", "_rd_shut", "_tx",
+                 "_tx_ops", "_tx_inflight", "_fin_wanted", "_close_op", "_connect_op",
+                 "_connect_deadline", "_close_deadline", "_error", "_dead", "_backlog", "_accept_ops",
+                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later")
+
     def __init__(self, fam=None):
         self._fam = fam or family.INET
         self._nic = None
