@@ -1137,17 +1137,9 @@ def run(opts, peer, modes):
                 lambda: host_connections(peer, conns), variants(raw_connections, peer, conns),
                 lambda: bits_connections(sm, peer, conns))
     if want("udp_datagrams"):
-        f = Figure("udp_datagrams", "1/s", note="%d-byte datagram echo" % UDP_PAYLOAD)
-        f.ceiling_a = host_udp(peer, datagrams)
-        try:
-            f.ceiling_b = best_raw(modes, raw_udp, peer, datagrams)
-        except Exception as exc:  # the UDP4 driver may not exist in this tree yet
-            f.note += "; ceiling B n/a (%s)" % exc
-        try:
-            f.bitsnet = bits_udp(sm, peer, datagrams)
-        except Exception as exc:
-            f.note += "; bitsnet n/a (%s)" % exc
-        add(f)
+        measure(Figure("udp_datagrams", "1/s", note="%d-byte datagram echo" % UDP_PAYLOAD),
+                lambda: host_udp(peer, datagrams), variants(raw_udp, peer, datagrams),
+                lambda: bits_udp(sm, peer, datagrams))
     if want("select"):
         for kind, use_poll in (("select", False), ("poll", True)):
             a = host_select_cost(peer, counts, calls, use_poll)
