@@ -325,7 +325,6 @@ class UdpEndpoint(object):
         if address is None:
             if self._remote is None:
                 _fail(errno.EDESTADDRREQ, "send on an unconnected UDP endpoint")
-            host, port = self._remote
         else:
             host, port = self._address(address)
             if port == 0 or host == self._fam.wildcard:
@@ -340,15 +339,19 @@ class UdpEndpoint(object):
             _fail(errno.EMSGSIZE, "%d bytes > %d" % (len(data), MAX_DATAGRAM))
         if not self._configured:
             self._configure(self._fam.wildcard, 0)  # implicit bind to an ephemeral port, as the kernel does
-        if self._is_broadcast(host) and not self._options["broadcast"]:
-            _fail(errno.EACCES, "broadcast to %s without SO_BROADCAST" % host)
+        if address is not None and self._is_broadcast(host) and not self._options["broadcast"]:
+            _fail(errno.EACCES, "broadcast to %s without SO_BROADCAST" % host)  # connect() checked its own
         if len(self._tx_ops) >= MAX_TRANSMITS:
             return None
-        session = self._fam.UDP_SESSION_DATA()
-        session.DestinationAddress = self._fam.efi_address(host)
-        session.DestinationPort = port
         txdata = self._fam.UDP_TRANSMIT_DATA()
-        txdata.UdpSessionData = ctypes.pointer(session)
+        session = None
+        if address is not None:
+            session = self._fam.UDP_SESSION_DATA()
+            session.DestinationAddress = self._fam.efi_address(host)
+            session.DestinationPort = port
+            txdata.UdpSessionData = ctypes.pointer(session)
+        # else: UdpSessionData NULL, the child's configured RemoteAddress and RemotePort are
+        # the destination (facts 4.2 Transmit) -- connect() configured them.
         txdata.DataLength = len(data)
         txdata.FragmentCount = 1
         txdata.FragmentTable[0].FragmentLength = len(data)
