@@ -185,8 +185,8 @@ _SSIZE_MAX = 2 ** 63 - 1
 _BYTES_HEADER = 33 if _sys.version_info[0] >= 3 else 37
 _MAX_RECV = _SSIZE_MAX - _BYTES_HEADER
 _NOT_STREAM_RECV_FLAGS = ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL)  # any of these: EOPNOTSUPP
-# A stream recv() up to this size hands over the received bytes without allocating a result
-# first; a larger one allocates as CPython does, so that absurd sizes raise MemoryError there too.
+# A recv() or recvfrom() up to this size hands over the received bytes without allocating a
+# result first; a larger one allocates as CPython does, so absurd sizes raise MemoryError too.
 _UNCOPIED_RECV_MAX = 1 << 24
 _MAX_TIMEOUT = 9.2e9  # seconds: beyond it CPython's _PyTime_t (int64 ns) overflows
 
@@ -845,8 +845,11 @@ class socket(object):
             raise ValueError("negative buffersize in recv")
         if bufsize > _MAX_RECV:
             raise OverflowError("byte string is too large")
-        if self._type == SOCK_STREAM and not flags & MSG_WAITALL and bufsize <= _UNCOPIED_RECV_MAX:
-            return self._recv_stream(None, bufsize, flags)  # the received bytes, uncopied
+        if bufsize <= _UNCOPIED_RECV_MAX:  # the received bytes, uncopied
+            if self._type == SOCK_DGRAM:
+                return self._recvfrom_into(None, bufsize, flags)[0]
+            if not flags & MSG_WAITALL:
+                return self._recv_stream(None, bufsize, flags)
         self._endpoint()
         buffer = bytearray(bufsize)
         n = self._recv_into(buffer, bufsize, flags)
@@ -869,7 +872,10 @@ class socket(object):
             raise ValueError("negative buffersize in recvfrom")
         if bufsize > _MAX_RECV:
             raise OverflowError("byte string is too large")
-        buffer = bytearray(bufsize)
+        if bufsize <= _UNCOPIED_RECV_MAX:
+            data, source = self._recvfrom_into(None, bufsize, flags)
+            return data, self._out(source)
+        buffer = bytearray(bufsize)  # as CPython does: so a huge size is a MemoryError
         n, source = self._recvfrom_into(buffer, bufsize, flags)
         return bytes(buffer[:n]), self._out(source)
 
@@ -931,15 +937,20 @@ class socket(object):
             self._wait(endpoint, endpoint.can_recv, deadline)
 
     def _recvfrom_into(self, buffer, nbytes, flags):
-        """One datagram into ``buffer``: (bytes copied, source). The rest of a longer datagram
-        is dropped, as on any OS (MSG_PEEK leaves it queued)."""
+        """One datagram into ``buffer``: (bytes copied, source); ``buffer`` None: (its first
+        ``nbytes`` bytes, source). The rest of a longer datagram is dropped, as on any OS
+        (MSG_PEEK leaves it queued)."""
         endpoint = self._endpoint()
         if flags & ~(MSG_PEEK | MSG_DONTWAIT):
             raise _error(_errno.EOPNOTSUPP)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
+        peek = bool(flags & MSG_PEEK)
         while True:
-            got = endpoint.recvfrom_into(buffer, nbytes, bool(flags & MSG_PEEK))
+            if buffer is None:
+                got = endpoint.recvfrom(nbytes, peek)
+            else:
+                got = endpoint.recvfrom_into(buffer, nbytes, peek)
             if got is not None:
                 return got
             if nonblocking:
