@@ -2,17 +2,24 @@
 
 ``install()``       make ``import socket`` / ``import select`` (and everything built on them:
                     httplib, urllib2, SocketServer, selectors...) use bitsnet
-``configure(...)``  give the NIC a static address instead of DHCP (``ipconfig.configure``)
-``interfaces()``    what the network interfaces look like (``ipconfig.interfaces``)
+``configure(...)``  give the NIC a static address instead of DHCP (``ipconfig.configure``), or
+                    ``configure(dns=[...])``: only the DNS servers
+``interfaces()``    what the network interfaces look like (``ipconfig.interfaces``); starts DHCP
+                    (without waiting) if the NIC has no address yet
 
 Importing this package touches no firmware: the NIC is found and DHCP runs when the first
-socket needs an address (or when ``configure``/``interfaces`` is called).
+socket needs an address (or when ``configure``/``interfaces`` is called). It completes the
+``errno`` module first (``bitsnet.errnos``: BITS's has only GRUB's nine names).
 """
 
 from __future__ import absolute_import
 
 import sys
 import types
+
+# First of all: complete the errno module (BITS's has 9 GRUB names and no network codes), so
+# that every bitsnet module, and user code after ``import socket``, may use errno.E* names.
+from bitsnet import errnos  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -126,14 +133,19 @@ def installed():
     return module is not None and module.__name__ == "bitsnet._socket"
 
 
-def configure(address, netmask, gateway=None, dns=()):
-    """Static IPv4 configuration for the default NIC (instead of DHCP)."""
+def configure(address=None, netmask=None, gateway=None, dns=()):
+    """Static IPv4 configuration for the default NIC (instead of DHCP). ``configure(dns=[...])``
+    alone sets only the DNS servers and keeps the address, DHCP's included."""
     from bitsnet import ipconfig
     return ipconfig.configure(address, netmask, gateway, dns)
 
 
 def interfaces():
     """A list of dicts {name, mac, address, netmask, gateway, dns, ipv6}, one per NIC; ipv6 is
-    a list of (address, prefix length) from IP6 Config, empty when the firmware has no IPv6."""
+    a list of (address, prefix length) from IP6 Config, empty when the firmware has no IPv6.
+
+    If the default NIC has no address yet, this starts DHCP on it and returns at once (address
+    None): call it again until the address shows. Raises error(EIO) if the firmware timer does
+    not tick (DHCP could not finish; see ``ipconfig.check_timer``)."""
     from bitsnet import ipconfig
-    return ipconfig.interfaces()
+    return ipconfig.interfaces(start=True)

@@ -369,7 +369,7 @@ def _new_endpoint(family, type, proto):
         except (ImportError, AttributeError):
             raise _error(_errno.EPROTONOSUPPORT, "UDP is not supported yet")
         return endpoint_class(fam)
-    raise _error(_errno.ESOCKTNOSUPPORT if hasattr(_errno, "ESOCKTNOSUPPORT") else _errno.EINVAL)
+    raise _error(_errno.ESOCKTNOSUPPORT)
 
 
 def _check_timeout(value):

@@ -10,13 +10,21 @@ exist, with the errno and message shape CPython's own ``_socket`` gives (DESIGN.
 
 ``_STATUS_TO_ERRNO`` is the one table (efi-network-facts.md section 1.3); the few rows that
 depend on the operation are spelled out in ``errno_for``.
+
+Errno numbers come from the ``errno`` module as ``bitsnet.errnos`` completes it (imported first,
+here and by ``bitsnet/__init__``): in BITS, whose ``errno`` has only GRUB's nine names, a name is
+never read before that has run. Messages come from ``strerror`` (``errnos.strerror``: BITS's
+``os`` has no ``strerror``).
 """
 
+from bitsnet import errnos  # first: completes the errno module (BITS has 9 GRUB names)
+
 import errno
-import os
 import sys
 
 import efi
+
+strerror = errnos.strerror
 
 if sys.version_info[0] >= 3:
     error = OSError
@@ -40,7 +48,7 @@ else:
         """A bitsnet deadline expired (settimeout)."""
 
 
-ECANCELED = getattr(errno, "ECANCELED", 125)  # Python 2.7's errno module lacks it; Linux's value
+ECANCELED = errno.ECANCELED  # Python 2.7's errno lacks it; errnos added Linux's value
 
 _STATUS_TO_ERRNO = {
     efi.EFI_NOT_READY: errno.EAGAIN,
@@ -108,7 +116,7 @@ def errno_for(status, op=None):
 
 def socket_error(err, detail=None):
     """``error(err, strerror)``, CPython's shape, with ``detail`` appended to the message."""
-    message = os.strerror(err)
+    message = strerror(err)
     if detail:
         message = "%s (%s)" % (message, detail)
     return error(err, message)

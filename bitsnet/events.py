@@ -45,10 +45,10 @@ from __future__ import print_function
 import collections
 import ctypes
 import os
-import time
 
 import efi
 
+from bitsnet import clock as _clock
 from bitsnet import errors
 
 SENTINEL = efi.EFI_NOT_READY
@@ -58,9 +58,8 @@ EFI_HOOK_RESCAN_INTERVAL = 0.05  # seconds; BITS's hook loses notifications with
 IDLE_SPINS = 64  # wait loop iterations with no progress before it starts to Stall
 IDLE_STALL_US = 100  # Stall per idle iteration after that: bounds latency, spares the CPU
 
-# Monotonic seconds; every timeout in bitsnet is measured with this one clock. The function
-# itself rather than a wrapper: a request/response round trip reads it several times.
-clock = getattr(time, "monotonic", time.time)
+# Monotonic seconds (bitsnet/clock.py); every timeout in bitsnet is measured with this one clock.
+clock = _clock.monotonic
 
 
 class Operation(object):

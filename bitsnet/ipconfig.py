@@ -3,11 +3,17 @@ config) and IPv6 as EFI_IP6_CONFIG_PROTOCOL reports it (``current6``).
 
 ``ensure_configured(timeout)``  the NIC's address, starting DHCP if it has none (progress on
                                 stdout; error(ETIMEDOUT) with advice if no lease comes).
-``configure(address, netmask, gateway, dns)``  a static address instead (policy Static).
+``start_dhcp()``                start DHCP if the NIC has no address, without waiting for it
+                                (``bitsnet.interfaces()``: a program polling for an address).
+``configure(address, netmask, gateway, dns)``  a static address instead (policy Static);
+                                ``configure(dns=[...])`` alone sets the DNS servers and keeps
+                                the address (DHCP's, or the static one).
 ``current()``                   what the NIC has now (None: no address yet).
-``interfaces()``                a summary of every NIC, for ``bitsnet.interfaces()``.
+``interfaces(start=False)``     a summary of every NIC, for ``bitsnet.interfaces()``.
 ``timer_ticks()``, ``check_timer()``  does the firmware timer tick? (issue 11: checked before
-                                DHCP, which EDK2 drives from timer events only).
+                                DHCP, which EDK2 drives from timer events only). If not, and
+                                this is BITS with the local APIC timer stopped, it is restarted
+                                once (``bitsnet.lapic``), with one line saying so.
 ``DHCP_TIMEOUT``                default seconds to wait for a lease.
 
 Everything is read fresh from the firmware on each call: the address can change under us
@@ -21,11 +27,10 @@ import collections
 import ctypes
 import errno
 import sys
-import time
 
 import efi
 
-from bitsnet import efidefs, errors, events, nic
+from bitsnet import clock, efidefs, errors, events, nic
 
 # Seconds to wait for a DHCP lease. EDK2's own DHCP gives up after about 60 s (DISCOVER
 # retransmits at 4, 8, 16, 32 s, facts 5.2); a lab network answers within a few seconds, and a
@@ -43,6 +48,17 @@ TIMER_REMEDY = ("the firmware timer is stopped (no EFI timer event fires, so EDK
                 " cannot finish); on BITS the usual cause is its SMP start-up, which reprograms the local APIC"
                 " timer that OVMF ticks from: run bitsnet.lapic.restore_timer() first, or configure a static"
                 " address with bitsnet.configure(...)")
+TIMER_STILL_STOPPED = ("the firmware timer is stopped (no EFI timer event fires, so EDK2 never polls the NIC and DHCP"
+                       " cannot finish), and restarting the local APIC timer as OVMF programs it did not help: this"
+                       " firmware ticks from another source; configure a static address with bitsnet.configure(...)")
+TIMER_NOT_LAPIC = ("the firmware timer is stopped (no EFI timer event fires, so EDK2 never polls the NIC and DHCP"
+                   " cannot finish), but the local APIC timer runs: this firmware ticks from another source;"
+                   " configure a static address with bitsnet.configure(...)")
+
+# Module state, tied to the default NIC object (a new machine or nic.reset() makes a new one):
+# the DHCP run start_dhcp() began and nobody has waited for yet, and DNS servers set by
+# configure(dns=...) while DHCP owns the address (IP4 Config2 refuses them then, facts 5.2).
+_state = {"dhcp_nic": None, "dhcp_since": 0.0, "dns_nic": None, "dns": None, "timer_restored": False}  # type: dict
 
 Ip4Info = collections.namedtuple("Ip4Info", "address netmask gateway dns_servers routes name")
 # IPv6 (IP6 Config, facts 5.3): ``address`` is the preferred one (global before link-local, None
@@ -134,8 +150,18 @@ def _info(the_nic):
     if gateway is None:
         gateways = _get_addresses(config, efidefs.Ip4Config2DataTypeGateway)
         gateway = gateways[0] if gateways else None
-    dns = _get_addresses(config, efidefs.Ip4Config2DataTypeDnsServer)
+    dns = _dns_override(the_nic)
+    if dns is None:
+        dns = _get_addresses(config, efidefs.Ip4Config2DataTypeDnsServer)
     return Ip4Info(address, efidefs.ipv4_text(info.SubnetMask), gateway, dns, routes, the_nic.name_of(info))
+
+
+def _dns_override(the_nic):
+    """The servers configure(dns=...) set for ``the_nic`` under DHCP, or None."""
+    owner = _state["dns_nic"]
+    if owner is None or owner is not nic._state.get("nic") or owner.handle != the_nic.handle:
+        return None
+    return list(_state["dns"])
 
 
 def current():
@@ -196,8 +222,8 @@ def ensure_configured6(timeout=None):
     if not events.wait_until(usable, start + timeout, poll=_stall):
         sys.stdout.write("no address\n")
         sys.stdout.flush()
-        raise errors.socket_error(errno.EADDRNOTAVAIL, "IPv6 on %s: no global address within %g s (no router"
-                                  " advertisement)" % (the_nic.name, timeout))
+        raise errors.socket_error(errno.EADDRNOTAVAIL, "IPv6 on %s: no global address within %s s (no router"
+                                  " advertisement)" % (the_nic.name, _seconds(timeout)))
     sys.stdout.write("%s in %.1f s\n" % (found[-1].address, events.clock() - start))
     sys.stdout.flush()
     return found[-1]
@@ -215,12 +241,20 @@ def _stall():
     events.boot_services().Stall(DHCP_POLL_STALL_US)
 
 
+def _seconds(value):
+    # type: (float) -> str
+    """'30', '0.5', '2.25': a duration for a message. BITS quirk: never %g or repr() for a float
+    (GRUB's printf, docs/bits-environment.md)."""
+    text = "%.3f" % value
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def timer_ticks(window=None):
     # type: (float) -> bool
     """Whether a 1 ms relative timer event fires within ``window`` seconds of wall clock.
 
     A Type-0 EVT_TIMER event polled with CheckEvent (facts 2.3): no notify function, so the
-    answer does not depend on how bitsnet notices completions. Wall clock is ``time.time``
+    answer does not depend on how bitsnet notices completions. Wall clock is ``clock.monotonic``
     (GRUB's TSC-based clock in BITS), which keeps running when the firmware tick does not;
     Stall busy-waits on the firmware's TimerLib, also independent of the tick.
     """
@@ -231,21 +265,104 @@ def timer_ticks(window=None):
     errors.raise_for_status(status, "CreateEvent(EVT_TIMER)")
     try:
         errors.raise_for_status(bs.SetTimer(event, TimerRelative, TIMER_CHECK_DELAY_100NS), "SetTimer")
-        start = time.time()
+        start = clock.monotonic()
         while True:
             if bs.CheckEvent(event) == efi.EFI_SUCCESS:
                 return True
-            if time.time() - start >= window:
+            if clock.monotonic() - start >= window:
                 return False
             bs.Stall(1000)
     finally:
         bs.CloseEvent(event)
 
 
+def _lapic_access():
+    """Register access to the local APIC (``bitsnet.lapic``), or None where there is none to
+    program: anywhere but BITS (a host, the simulator). Tests replace it with a fake."""
+    from bitsnet import lapic
+    try:
+        return lapic.BitsAccess()
+    except RuntimeError:
+        return None  # no BITS ``bits`` module with MSR and MMIO access
+
+
+def _restore_lapic_timer():
+    # type: () -> str
+    """Restart a stopped local APIC timer as OVMF programs it, at most once per process.
+
+    Returns "restored", "running" (the LAPIC timer runs: the tick comes from elsewhere),
+    "done" (restored once already) or "absent" (no LAPIC access: not BITS).
+
+    BITS quirk: its SMP start-up leaves the local APIC timer stopped, and OVMF's UEFI tick comes
+    from it (docs/bits-environment.md; bitsnet/lapic.py). Restarting it is safe only there, so
+    only when the timer is found stopped: a running LAPIC timer is left alone.
+    """
+    if _state["timer_restored"]:
+        return "done"
+    access = _lapic_access()
+    if access is None:
+        return "absent"
+    from bitsnet import lapic
+    try:
+        before = lapic.timer_state(access)
+        if not lapic.is_stopped(before):
+            return "running"
+        lapic.restore_timer(access, verbose=False)
+    except RuntimeError as e:  # APIC disabled, an MSR access faulted
+        sys.stdout.write("bitsnet: could not restart the local APIC timer: %s\n" % e)
+        return "absent"
+    _state["timer_restored"] = True
+    sys.stdout.write("bitsnet: the firmware timer was stopped (local APIC timer %s); restarted it as"
+                     " OVMF programs it\n" % ("masked" if before["masked"] else "count 0"))
+    sys.stdout.flush()
+    return "restored"
+
+
 def check_timer(window=None):
-    """Raise error(EIO) naming the cause and the remedy if the firmware timer does not tick."""
-    if not timer_ticks(window):
-        raise errors.socket_error(errno.EIO, TIMER_REMEDY)
+    """Return if the firmware timer ticks. If it does not and this is BITS with the local APIC
+    timer stopped, restart that timer once (one line on stdout) and check again. Otherwise raise
+    error(EIO) naming the cause and the remedy."""
+    if timer_ticks(window):
+        return
+    outcome = _restore_lapic_timer()
+    if outcome == "restored" and timer_ticks(window):
+        return
+    message = {"restored": TIMER_STILL_STOPPED, "done": TIMER_STILL_STOPPED, "running": TIMER_NOT_LAPIC}
+    raise errors.socket_error(errno.EIO, message.get(outcome, TIMER_REMEDY))
+
+
+def _dhcp_pending(the_nic):
+    # type: (object) -> bool
+    """Whether start_dhcp() began a DHCP run on ``the_nic`` (the default NIC) that may still
+    answer: less than DHCP_TIMEOUT ago, and nobody waited for it to the end yet."""
+    return (_state["dhcp_nic"] is the_nic and the_nic is nic._state.get("nic")
+            and clock.monotonic() - _state["dhcp_since"] < DHCP_TIMEOUT)
+
+
+def _begin_dhcp(the_nic):
+    """Set policy Dhcp so that EDK2 starts a DHCP run now (no waiting)."""
+    config = the_nic.config2()
+    if _get_policy(config) == efidefs.Ip4Config2PolicyDhcp:
+        # bits-efi-api item 1 / facts 5.2: setting Dhcp again does not restart a DHCP that
+        # already succeeded (or, on old stacks, one that failed): go through Static to force it.
+        _set_policy(config, efidefs.Ip4Config2PolicyStatic)
+    _set_policy(config, efidefs.Ip4Config2PolicyDhcp)
+
+
+def start_dhcp():
+    # type: () -> bool
+    """Start DHCP on the default NIC if it has no address, and return at once (True if it
+    started a run). A run started here is not restarted by the next calls, nor by the
+    ``ensure_configured`` that then waits for it, until DHCP_TIMEOUT has passed: a program may
+    poll ``bitsnet.interfaces()`` until the address shows. Checks the firmware timer first
+    (``check_timer``: DHCP cannot finish without it)."""
+    the_nic = nic.default_nic()
+    if _info(the_nic) is not None or _dhcp_pending(the_nic):
+        return False
+    check_timer()
+    _begin_dhcp(the_nic)
+    _state.update(dhcp_nic=the_nic, dhcp_since=clock.monotonic())
+    return True
 
 
 def ensure_configured(timeout=None):
@@ -256,15 +373,14 @@ def ensure_configured(timeout=None):
     if info is not None:
         return info  # reuse whatever the firmware already has (DHCP by the shell, static, PXE)
     timeout = DHCP_TIMEOUT if timeout is None else timeout
-    # Issue 11: with the firmware tick stopped DHCP would spin until the timeout; say why at once.
-    check_timer()
     name = the_nic.name
-    config = the_nic.config2()
-    if _get_policy(config) == efidefs.Ip4Config2PolicyDhcp:
-        # bits-efi-api item 1 / facts 5.2: setting Dhcp again does not restart a DHCP that
-        # already succeeded (or, on old stacks, one that failed): go through Static to force it.
-        _set_policy(config, efidefs.Ip4Config2PolicyStatic)
-    _set_policy(config, efidefs.Ip4Config2PolicyDhcp)
+    if _dhcp_pending(the_nic):
+        _state["dhcp_nic"] = None  # wait for the run start_dhcp() began; a later call restarts
+    else:
+        # Issue 11: with the firmware tick stopped DHCP would spin until the timeout; say why at
+        # once (or, in BITS, restart the stopped LAPIC timer first).
+        check_timer()
+        _begin_dhcp(the_nic)
     sys.stdout.write("bitsnet: DHCP on %s ... " % name)
     sys.stdout.flush()
     start = events.clock()
@@ -280,19 +396,48 @@ def ensure_configured(timeout=None):
     if not events.wait_until(leased, start + timeout, poll=_stall):
         sys.stdout.write("no answer\n")
         sys.stdout.flush()
-        raise errors.socket_error(errno.ETIMEDOUT, "DHCP on %s: no answer within %g s; use bitsnet.configure(...)"
-                                  " for a static address" % (name, timeout))
+        raise errors.socket_error(errno.ETIMEDOUT, "DHCP on %s: no answer within %s s; use bitsnet.configure(...)"
+                                  " for a static address" % (name, _seconds(timeout)))
     info = found[-1]
     sys.stdout.write("%s/%d in %.1f s\n" % (info.address, prefix_length(info.netmask), events.clock() - start))
     sys.stdout.flush()
     return info
 
 
-def configure(address, netmask, gateway=None, dns=()):
+def configure_dns(servers):
+    """Use ``servers`` (dotted quads) as the DNS servers and keep the address as it is.
+
+    Under policy Static they go into IP4 Config2's DnsServer. Under Dhcp, IP4 Config2 refuses
+    them (EFI_WRITE_PROTECTED, facts 5.2) and DHCP would replace them anyway, so bitsnet keeps
+    them and reports them instead of DHCP's (``current()``, ``interfaces()``, the resolver) until
+    the next ``configure``. Returns the Ip4Info (None while the NIC has no address yet: DHCP
+    keeps running, this does not wait for it)."""
+    the_nic = nic.default_nic()
+    try:
+        array = _address_array(list(servers))
+    except ValueError as e:
+        raise errors.socket_error(errno.EINVAL, str(e))
+    config = the_nic.config2()
+    if _get_policy(config) == efidefs.Ip4Config2PolicyStatic:
+        _set(config, efidefs.Ip4Config2DataTypeDnsServer, array, "DnsServer")
+        _state.update(dns_nic=None, dns=None)
+    else:
+        _state.update(dns_nic=the_nic, dns=[efidefs.ipv4_text(a) for a in array])
+    return _info(the_nic)
+
+
+def configure(address=None, netmask=None, gateway=None, dns=()):
     """Give the NIC a static address (policy Static, ManualAddress, Gateway, DnsServer).
 
     ``netmask`` is dotted ('255.255.255.0') or a prefix length (24). Returns the new Ip4Info.
+    Without an address, only ``dns`` is set (``configure_dns``): DHCP's address stays.
     """
+    if address is None:
+        if netmask is not None or gateway is not None or not dns:
+            raise errors.socket_error(errno.EINVAL, "configure() needs an address and a netmask, or dns=[...] alone")
+        return configure_dns(dns)
+    if netmask is None:
+        raise errors.socket_error(errno.EINVAL, "configure(%s): a netmask is needed" % address)
     the_nic = nic.default_nic()
     config = the_nic.config2()
     manual = efidefs.EFI_IP4_CONFIG2_MANUAL_ADDRESS()
@@ -310,15 +455,21 @@ def configure(address, netmask, gateway=None, dns=()):
         _set(config, efidefs.Ip4Config2DataTypeGateway, gateways, "Gateway")
     if servers is not None:
         _set(config, efidefs.Ip4Config2DataTypeDnsServer, servers, "DnsServer")
+        _state.update(dns_nic=None, dns=None)  # the firmware has them now
+    _state["dhcp_nic"] = None  # no DHCP run to wait for any more
     info = _info(the_nic)
     if info is None:
         raise errors.socket_error(errno.EADDRNOTAVAIL, "Ip4Config2 did not take the address %s" % address)
     return info
 
 
-def interfaces():
+def interfaces(start=False):
     """[{name, mac, address, netmask, gateway, dns, ipv6}] for every NIC (address None if unset;
-    ipv6: [(address, prefix length)] from IP6 Config, [] when the firmware has no IPv6)."""
+    ipv6: [(address, prefix length)] from IP6 Config, [] when the firmware has no IPv6).
+    ``start``: first start DHCP on the default NIC if it has no address (``start_dhcp``, no
+    waiting), as ``bitsnet.interfaces()`` does."""
+    if start:
+        start_dhcp()
     out = []
     for each in nic.find_all():
         info = _info(each)

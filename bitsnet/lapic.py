@@ -9,16 +9,17 @@ DHCP -- from the local APIC timer of the boot processor, programmed periodic (fa
 
 BITS's SMP start-up reprograms that timer to time its INIT/SIPI delays and leaves it stopped
 (divide configuration 0, initial count 0). From then on no timer event fires: ``bitsnet``'s
-``ipconfig.check_timer()`` detects it and names this module as the remedy.
+``ipconfig.check_timer()`` detects it and restarts the timer with this module.
 
 ``timer_state(access)``          the timer registers read now, decoded (a dict)
 ``is_stopped(state)``            the decision: masked, initial count 0, or a one-shot that ran out
 ``restore_timer(access=None, force=False)``  write OVMF's values if (and only if) the timer is
                                  stopped; returns (state before, state after)
 
-It is never run implicitly: reprogramming an interrupt source is the user's decision, and on
-firmware whose tick comes from the HPET or the PIT a stopped LAPIC timer is normal and vector
-0x20 may not be a timer handler. Register access goes through an ``access`` object with
+``ipconfig.check_timer()`` runs it once, by itself, only when both hold: no EFI timer event
+fires (measured first) and the LAPIC timer is found stopped; it then prints one line and checks
+again. A running LAPIC timer is never touched: on firmware whose tick comes from the HPET or the
+PIT, vector 0x20 may not be a timer handler. Register access goes through an ``access`` object with
 ``rdmsr(msr)``, ``wrmsr(msr, value)``, ``readl(address)``, ``writel(address, value)``: in BITS
 ``BitsAccess`` (BITS's own ``bits.rdmsr``/``bits.wrmsr``/``bits.readl``/``bits.writel`` on the
 boot processor); in tests a fake register file.
