@@ -16,6 +16,8 @@ What it does (issue 4):
      scenario: statuses, completion order, synchronous-vs-queued completion, data, and timing only in
      coarse classes (sync / prompt < 1 s / timer).  Differences recorded in tests/firmware/DEVIATIONS
      are counted separately.  The last line is ``N agree, N differ`` (plus the documented count).
+Steps 1 and 4 (packages, namespace, the QEMU command line) are tools/qemu_vm.py, shared with
+tools/bitsrun.py.
 
 Scenario symbols: $HOST (host peers: 10.0.2.2 on QEMU = QEMU's host alias, 127.0.0.1 on the simulator),
 $SELF (the DHCP address: 10.0.2.15 / 127.0.0.2), $DNS, $MASK, and one port per host peer:
@@ -48,6 +50,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qemu_vm  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRMWARE_DIR = os.path.join(ROOT, "tests", "firmware")
 SCENARIO_DIR = os.path.join(FIRMWARE_DIR, "scenarios")
@@ -56,16 +61,6 @@ RECORDED = os.path.join(FIRMWARE_DIR, "ovmf-trace.txt")  # the last OVMF trace, 
 BUILD = os.path.join(ROOT, "build", "fwtest")
 
 PACKAGES = ["qemu-system-x86", "ovmf", "ipxe-qemu", "gnu-efi", "mtools"]
-# One file per package that proves it is installed.
-PACKAGE_FILES = {
-    "qemu-system-x86": "/usr/bin/qemu-system-x86_64",
-    "ovmf": "/usr/share/OVMF/OVMF_CODE_4M.fd",
-    "ipxe-qemu": "/usr/lib/ipxe/qemu/efi-virtio.rom",
-    "gnu-efi": "/usr/lib/crt0-efi-x86_64.o",
-    "mtools": "/usr/bin/mcopy",
-}
-OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 
 QEMU_SYMBOLS = {"HOST": "10.0.2.2", "SELF": "10.0.2.15", "DNS": "10.0.2.3", "MASK": "255.255.255.0"}
 SIM_SYMBOLS = {"HOST": "127.0.0.1", "SELF": "127.0.0.2", "DNS": "127.0.0.3", "MASK": "255.0.0.0"}
@@ -77,37 +72,13 @@ _clock = getattr(time, "monotonic", time.time)
 
 # ------------------------------------------------------------------------------------------ packages
 
-def _which(program):
-    for directory in os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(os.pathsep):
-        path = os.path.join(directory, program)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
-
-
 def missing_packages():
-    return [p for p in PACKAGES if not os.path.exists(PACKAGE_FILES[p])]
+    return qemu_vm.missing_packages(PACKAGES)
 
 
 def ensure_packages(install=True):
     """Install what is missing with apt-get (CI starts from a clean machine); True when all present."""
-    missing = missing_packages()
-    if not missing:
-        return True
-    if not install or _which("apt-get") is None:
-        print("fwtest: missing Debian packages: %s (apt-get install %s)" % (", ".join(missing), " ".join(missing)))
-        return False
-    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    print("fwtest: installing %s" % " ".join(missing))
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    command = prefix + ["apt-get", "install", "-y", "--no-install-recommends"] + missing
-    if subprocess.call(command, env=env) != 0:
-        subprocess.call(prefix + ["apt-get", "update"], env=env)
-        subprocess.call(command, env=env)
-    missing = missing_packages()
-    if missing:
-        print("fwtest: still missing: %s" % ", ".join(missing))
-    return not missing
+    return qemu_vm.ensure_packages(PACKAGES, install, tool="fwtest")
 
 
 # ------------------------------------------------------------------------------------------ scenarios
@@ -302,19 +273,6 @@ def make_image(probe, scn_text, workdir):
     return image
 
 
-def qemu_command(image, vars_copy, hostfwd=()):
-    netdev = "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,dhcpstart=10.0.2.15,dns=10.0.2.3"
-    for port in hostfwd:  # listeners inside the firmware, reached from the namespace's loopback
-        netdev += ",hostfwd=tcp:127.0.0.1:%d-:%d" % (port, port)
-    return ["qemu-system-x86_64", "-machine", "q35,accel=tcg", "-m", "256", "-nodefaults", "-display", "none",
-            "-no-reboot", "-serial", "stdio", "-monitor", "none",
-            "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + OVMF_CODE,
-            "-drive", "if=pflash,format=raw,unit=1,file=" + vars_copy,
-            "-drive", "file=%s,format=raw,if=none,id=disk0" % image,
-            "-device", "virtio-blk-pci,drive=disk0,bootindex=1",
-            "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,bootindex=2"]
-
-
 def host_action(words, peers, self_address):
     """Act for a "host VERB ARGS" line: ``connect PORT [TEXT]`` opens a connection to the firmware's
     listener (through hostfwd on QEMU) and sends TEXT; the socket is kept until the run ends."""
@@ -339,19 +297,11 @@ def run_qemu(scenarios, peers, workdir, verbose=False):
     probe = build_probe(workdir)
     symbols = dict(QEMU_SYMBOLS, **peers.ports)
     image = make_image(probe, scenario_text(scenarios, symbols), workdir)
-    vars_copy = os.path.join(workdir, "OVMF_VARS.fd")
-    shutil.copyfile(OVMF_VARS, vars_copy)  # a fresh NV store: no persisted Ip4Config2 policy
-    listen_ports = [LISTEN_PORT]
-    started = _clock()
-    devnull = open(os.devnull, "rb")
-    proc = subprocess.Popen(qemu_command(image, vars_copy, listen_ports), stdin=devnull,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    vars_copy = qemu_vm.fresh_vars(workdir)  # a fresh NV store: no persisted Ip4Config2 policy
+    vm = qemu_vm.Qemu(qemu_vm.qemu_command(image, vars_copy, [LISTEN_PORT]), QEMU_TIMEOUT)
     lines = []
-    killer = threading.Timer(QEMU_TIMEOUT, proc.kill)
-    killer.start()
     try:
-        for raw in iter(proc.stdout.readline, b""):
-            line = raw.decode("ascii", "replace").replace("\r", "").rstrip("\n")
+        for line in vm.lines():
             at = line.find("@@ ")
             if at < 0:
                 continue
@@ -363,17 +313,10 @@ def run_qemu(scenarios, peers, workdir, verbose=False):
                 host_action(line.split()[2:], peers, "127.0.0.1")
             if line == "@@ end":
                 break
-        deadline = _clock() + 20
-        while proc.poll() is None and _clock() < deadline:
-            time.sleep(0.1)  # the probe shuts the machine down after "@@ end"
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        vm.wait(20)  # the probe shuts the machine down after "@@ end"
     finally:
-        killer.cancel()
-        proc.stdout.close()
-        devnull.close()
-    return lines, _clock() - started
+        vm.close()
+    return lines, vm.seconds()
 
 
 # ------------------------------------------------------------------------------------------ simulator half
@@ -527,31 +470,6 @@ def report(results, out=print, deviations=None):
 
 # ------------------------------------------------------------------------------------------ main
 
-def in_namespace():
-    return os.environ.get("FWTEST_NETNS") == "1"
-
-
-def loopback_up():
-    """``ip link set lo up`` without needing iproute2 (SIOCGIFFLAGS / SIOCSIFFLAGS with IFF_UP)."""
-    import fcntl
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        request = struct.pack("16sH14s", b"lo", 0, b"\0" * 14)
-        flags = struct.unpack("16sH", fcntl.ioctl(sock.fileno(), 0x8913, request)[:18])[1]
-        fcntl.ioctl(sock.fileno(), 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b"\0" * 14))
-    finally:
-        sock.close()
-
-
-def enter_namespace(argv):
-    """Re-run this script in a new user+network namespace with only a loopback device."""
-    if _which("unshare") is None:
-        raise SystemExit("fwtest: `unshare` (util-linux) is needed for the network namespace")
-    env = dict(os.environ, FWTEST_NETNS="1")
-    command = ["unshare", "-rn", sys.executable, os.path.abspath(__file__)] + argv
-    return subprocess.call(command, env=env)
-
-
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -571,12 +489,12 @@ def main(argv=None):
         raise SystemExit("fwtest: no scenario matches")
     names = [name for name, _ in scenarios if not name.startswith("_")]
     literal = set(int(p) for _, text in scenarios for p in re.findall(r"port=(\d+)", text))
-    if not args.sim_only and not in_namespace():
+    if not args.sim_only and not qemu_vm.in_namespace():
         if not ensure_packages(install=not args.no_install):
             return 2
-        return enter_namespace(argv)
-    if in_namespace():
-        loopback_up()
+        return qemu_vm.enter_namespace(__file__, argv, tool="fwtest")
+    if qemu_vm.in_namespace():
+        qemu_vm.loopback_up()
     # Each run gets its own directory for the probe, the disk image and the NV store, so that two runs
     # (a developer's and the test suite's) never share a disk image; the traces are copied to build/fwtest.
     if not os.path.isdir(BUILD):
