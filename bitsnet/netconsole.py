@@ -60,7 +60,6 @@ import collections
 import errno
 import sys
 import time
-import traceback
 
 _clock = getattr(time, "monotonic", time.time)
 PY2 = sys.version_info[0] == 2
@@ -422,7 +421,7 @@ USAGE = """usage: python -m bitsnet.netconsole [--seq] [--dhcp-wait S] HOST[:POR
 Run MODULE (as python -m does) with sys.stdout and sys.stderr mirrored line by line to UDP
 HOST:PORT (default port %d). Receive with: nc -u -l %d
 --seq: prefix every datagram with its sequence number (gaps show drops).
---dhcp-wait S: seconds to wait for DHCP if the NIC has no address (default %g).
+--dhcp-wait S: seconds to wait for DHCP if the NIC has no address (default %.1f).
 """ % (DEFAULT_PORT, DEFAULT_PORT, DHCP_WAIT)
 
 
@@ -460,36 +459,19 @@ def parse_args(argv):
     return host, port, seq, dhcp_wait, args[0], args[1:]
 
 
-def _print_program_traceback():
-    """The traceback as ``python -m MODULE`` shows it: without our frame and runpy's."""
-    etype, value, tb = sys.exc_info()
-    ours = (lambda: 0).__code__.co_filename
-    while tb is not None and (tb.tb_frame.f_code.co_filename == ours or "runpy" in tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    traceback.print_exception(etype, value, tb)
-
-
 def main(argv=None):
     host, port, seq, dhcp_wait, module, module_args = parse_args(sys.argv[1:] if argv is None else argv)
-    import runpy
+    from bitsnet import launch  # BITS has no runpy (docs/bits-environment.md, "Modules")
     console = start(host, port, seq=seq, dhcp_wait=dhcp_wait)
     if console.sender.sock is not None:
         print("netconsole: mirroring the console to %s over UDP" % console.address)
     else:
         print("netconsole: network not up yet (%s); mirroring to %s starts when it is"
               % (console.sender.last_error, console.address))
-    status = 0
-    saved_argv = sys.argv
-    sys.argv = [module] + list(module_args)
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-    except SystemExit as exc:
-        status = exc.code
-    except BaseException:  # KeyboardInterrupt too: its traceback is what the receiver needs
-        _print_program_traceback()
-        status = 1
+        # As python -m: a traceback (KeyboardInterrupt's too) is printed, mirrored with the rest.
+        status = launch.run_module(module, module_args)
     finally:
-        sys.argv = saved_argv
         stats = stop()
     if stats is not None and (stats["dropped"] or stats["errors"]):
         sys.stderr.write("netconsole: %d datagrams sent, %d dropped to %s (last error: %s)\n"

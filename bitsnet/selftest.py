@@ -10,6 +10,10 @@ an HTTP download with its throughput, and a connection from the lab to a socket 
 ``--url`` only downloads that URL. Every check prints PASS, FAIL (the reason, and the EFI status
 behind it where there is one) or SKIP (why); the last line is ``N passed, N failed, N skipped``
 and the exit status is 1 when anything failed. Lines stay within an 80-column console.
+
+It imports nothing BITS's Python lacks: ``lab.json`` is read by ``parse_json`` below (BITS has
+no ``json``), and numbers are printed only as ``%d`` and ``%.Nf`` (docs/bits-environment.md,
+"Number formatting").
 """
 
 from __future__ import print_function
@@ -17,8 +21,8 @@ from __future__ import print_function
 import argparse
 import errno
 import hashlib
-import json
 import os
+import re
 import sys
 import textwrap
 import time
@@ -89,7 +93,7 @@ class Report(object):
         result, detail, value = "PASS", "", None
         try:
             value = function(*args)
-            detail = value if isinstance(value, (str, type(u""))) else ""  # 2.7: json gives unicode
+            detail = value if isinstance(value, (str, type(u""))) else ""
         except Skip as exc:
             result, detail = "SKIP", _explain(exc)
         except KeyboardInterrupt:
@@ -225,8 +229,65 @@ def check_lab(socket, peer, timeout):
             raise Fail("nothing listens on %s:%d (connection refused): is tools/lab.py running there, "
                        "on that port, and not firewalled?" % peer)
         raise
-    info = json.loads(body.decode("ascii"))
-    return info
+    return parse_json(body.decode("ascii"))
+
+
+# One JSON token: punctuation, a string, a number or a literal word.
+_JSON_TOKEN = re.compile(r'\s*(?:([][{}:,])|"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(true|false|null))')
+_JSON_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|.)')
+_JSON_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
+def _json_unescape(match):
+    code = match.group(1)
+    if code[0] == "u" and len(code) == 5:
+        return (unichr if sys.version_info[0] == 2 else chr)(int(code[1:], 16))  # type: ignore[name-defined]  # noqa: F821
+    return _JSON_ESCAPES.get(code, code)
+
+
+def parse_json(text):
+    """The value of a JSON document, as ``json.loads`` gives it (BITS's Python has no ``json``).
+
+    Enough for ``lab.json``, which comes from our own lab: it checks that brackets match and
+    that nothing follows the value, but not where commas and colons stand. No recursion (BITS's
+    C stack is small): open containers are kept on a list."""
+    stack = []  # type: list   # [container, key waiting for its value] per open { or [
+    result = []  # type: list   # the top-level value, once complete
+    pos = 0
+    while not result:
+        match = _JSON_TOKEN.match(text, pos)
+        if match is None:
+            raise ValueError("bad JSON at offset %d: %r" % (pos, text[pos:pos + 20]))
+        pos = match.end()
+        punct, string, number, word = match.groups()
+        if punct in ("{", "["):
+            stack.append([{} if punct == "{" else [], None])
+            continue
+        if punct in (":", ","):
+            continue
+        if punct is not None:  # } or ]
+            if not stack or isinstance(stack[-1][0], dict) != (punct == "}"):
+                raise ValueError("bad JSON at offset %d: unmatched %r" % (pos - 1, punct))
+            value = stack.pop()[0]
+        elif string is not None:
+            value = _JSON_ESCAPE.sub(_json_unescape, string)
+        elif number is not None:
+            value = float(number) if any(c in number for c in ".eE") else int(number)
+        else:
+            value = _JSON_WORDS[word]
+        if not stack:
+            result.append(value)
+        elif isinstance(stack[-1][0], list):
+            stack[-1][0].append(value)
+        elif stack[-1][1] is None:
+            stack[-1][1] = value
+        else:
+            stack[-1][0][stack[-1][1]] = value
+            stack[-1][1] = None
+    if text[pos:].strip():
+        raise ValueError("bad JSON at offset %d: trailing data" % pos)
+    return result[0]
 
 
 def _http_get(socket, peer, path, timeout):

@@ -26,6 +26,9 @@ EFI_ENTRY = '    {"_efi", init_efi},'
 OUR_ENTRY = '    {"_bitsnet_trampoline", init_bitsnet_trampoline},'
 OUR_EXTERN = "extern void init_bitsnet_trampoline(void);"
 OUR_SOURCE = "        efi = contrib/python/trampoline.c;"
+INIT_LINE = "py 'import bitsnet.launch; bitsnet.launch.register_grub_commands()'"
+INIT_INIT = "py 'init.init(); del init'"
+REAL_BITS = "/tmp/bits"  # BITS 2079 unpacked (source tree in bits/, image in boot/), when present
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -108,6 +111,10 @@ def test_source_tree_install_then_uninstall_is_byte_identical(tmpdir):
     # each edit adds exactly its lines, nothing else
     assert len(config) == len(original[os.path.join("rc", "python", "config.c")].splitlines()) + 2
     assert len(makefile) == len(original[os.path.join("rc", "python", "Makefile.core.def")].splitlines()) + 1
+    # 5. python -m at the GRUB prompt: one line right after init.init()
+    init_cfg = text(os.path.join(src, "cfg", "init.cfg")).splitlines()
+    assert init_cfg[-2:] == [INIT_INIT, INIT_LINE]
+    assert len(init_cfg) == len(original[os.path.join("cfg", "init.cfg")].splitlines()) + 1
 
     status, out = run("--uninstall", src)
     assert status == 0, out
@@ -162,13 +169,16 @@ def test_dry_run_lists_every_change_and_makes_none(tmpdir):
             "      + " + OUR_EXTERN,
             "      + " + OUR_ENTRY,
             "would edit rc/python/Makefile.core.def:",
-            "      + " + OUR_SOURCE]:
+            "      + " + OUR_SOURCE,
+            "would edit cfg/init.cfg:",
+            "      + " + INIT_LINE]:
         assert [line for line in lines if line.startswith(expected)], (expected, out)
 
     assert run(src)[0] == 0
     installed = snapshot(src)
     status, out = run("--uninstall", "--dry-run", src)
     assert status == 0 and "would remove python/bitsnet " in out and "      - " + OUR_EXTERN in out, out
+    assert "would edit cfg/init.cfg:\n      - " + INIT_LINE in out, out
     assert snapshot(src) == installed
 
 
@@ -212,7 +222,9 @@ def test_image_install_then_uninstall_is_byte_identical(tmpdir):
     for name in ("_socket.py", "select.py"):
         assert read(os.path.join(python, name)) == read(os.path.join(SHIMS, name))
     assert "trampoline" not in out.replace("without _bitsnet_trampoline", "")  # no C module without a rebuild
-    assert "_efi event hook" in out
+    assert "_efi event hook" in out and "'python -m MODULE' works" in out
+    init_cfg = text(os.path.join(image, "boot", "cfg", "init.cfg")).splitlines()
+    assert init_cfg[-2:] == [INIT_INIT, INIT_LINE]
     status, out = run("--uninstall", image)
     assert status == 0, out
     assert snapshot(image) == original
@@ -249,6 +261,67 @@ def test_installed_image_resolves_socket_to_bitsnet(tmpdir):
     out, err = proc.communicate()
     assert proc.returncode == 0, err.decode("utf-8", "replace")
     assert out.decode("ascii").split() == ["bitsnet._socket", "bitsnet.select", "bitsnet._socket", "True"]
+
+
+@pytest.mark.parametrize("shape", ["init.init not last", "no line end at the end", "no init.init", "crlf"])
+def test_init_cfg_line_in_any_shape_and_back_byte_for_byte(tmpdir, shape):
+    image = tree("bits_image", tmpdir)
+    path = os.path.join(image, "boot", "cfg", "init.cfg")
+    data = read(path)
+    if shape == "init.init not last":
+        data += b"echo after init\n"
+    elif shape == "no line end at the end":
+        data = data.rstrip(b"\n")
+    elif shape == "no init.init":
+        data = data.replace(INIT_INIT.encode("ascii") + b"\n", b"")
+    else:
+        data = data.replace(b"\n", b"\r\n")
+    write(path, data)
+    original = snapshot(image)
+    assert run(image)[0] == 0
+    lines = text(path).splitlines()
+    assert lines.count(INIT_LINE) == 1
+    if shape != "no init.init":
+        assert lines[lines.index(INIT_INIT) + 1] == INIT_LINE
+    else:
+        assert lines[-1] == INIT_LINE
+    if shape == "crlf":
+        assert b"\n" not in read(path).replace(b"\r\n", b"")
+    assert run(image)[0] == 0 and text(path).splitlines().count(INIT_LINE) == 1  # idempotent
+    assert run("--uninstall", image)[0] == 0
+    assert snapshot(image) == original
+
+
+def test_image_without_init_cfg_says_how_to_register_python_m(tmpdir):
+    image = tree("bits_image", tmpdir)
+    shutil.rmtree(os.path.join(image, "boot", "cfg"))
+    original = snapshot(image)
+    status, out = run(image)
+    assert status == 0 and "note: no boot/cfg/init.cfg: 'python -m' needs " + INIT_LINE in out, out
+    assert run("--uninstall", image)[0] == 0
+    assert snapshot(image) == original
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(REAL_BITS, "boot", "cfg")), reason="no BITS 2079 in /tmp/bits")
+@pytest.mark.parametrize("kind", ["image", "source"])
+def test_real_bits_2079_layout(tmpdir, kind):
+    # A copy of the real tree's files that install touches (read-only: /tmp/bits is not changed).
+    target = str(tmpdir.join(kind))
+    if kind == "image":
+        shutil.copytree(os.path.join(REAL_BITS, "boot", "cfg"), os.path.join(target, "boot", "cfg"))
+        shutil.copytree(os.path.join(REAL_BITS, "boot", "python"), os.path.join(target, "boot", "python"))
+        init_cfg = os.path.join(target, "boot", "cfg", "init.cfg")
+    else:
+        for part in ("cfg", "python", os.path.join("rc", "python")):
+            shutil.copytree(os.path.join(REAL_BITS, "bits", part), os.path.join(target, part))
+        init_cfg = os.path.join(target, "cfg", "init.cfg")
+    original = snapshot(target)
+    status, out = run(target)
+    assert status == 0, out
+    lines = text(init_cfg).splitlines()
+    assert lines[-2:] == [INIT_INIT, INIT_LINE]
+    assert run("--uninstall", target)[0] == 0
+    assert snapshot(target) == original
 
 
 # ----------------------------------------------------------------------------- refusals

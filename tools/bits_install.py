@@ -26,10 +26,24 @@ What install does, each step only if it is not done already (running it twice ch
    ``efi = contrib/python/trampoline.c;`` next to ``efi = contrib/python/efimodule.c;``
    (bits-efi-api.md, "Adding a C module"). An image cannot get it without a rebuild: bitsnet
    then uses BITS's own ``_efi`` event hook (BITS 2070 and later).
+5. The ``python -m MODULE`` command at the GRUB prompt: BITS's GRUB ``python`` command takes no
+   arguments and BITS has no runpy, so cfg/init.cfg (boot/cfg/init.cfg in an image) gets one
+   line after BITS's ``py 'init.init(); del init'``:
+   ``py 'import bitsnet.launch; bitsnet.launch.register_grub_commands()'``, which registers
+   bitsnet.launch's ``python`` command over BITS's (GRUB runs the latest registration of a name;
+   plain ``python`` still opens the interactive interpreter).
 
 --uninstall undoes exactly that: the package goes, the .bits-orig files come back, the lines
-added to config.c and Makefile.core.def are taken out again (nothing else in those files is
-touched), rc/python/trampoline.c goes. --dry-run prints the same list of changes and makes none.
+added to config.c, Makefile.core.def and init.cfg are taken out again (nothing else in those
+files is touched), rc/python/trampoline.c goes. --dry-run prints the same list of changes and
+makes none.
+
+Bytecode is not shipped: BITS compiles bitsnet's .py at import (it writes no .pyc). A .pyc
+compiled here by a host Python 2.7 would save that compile time at each boot, but it needs a
+Python 2.7 on the installing machine, and a .pyc (mtime 0, like every file GRUB shows) would
+silently win over a .py later edited on the boot medium -- the stale-bytecode trap of step 3.
+tests/test_bits_lint.py keeps every line of bitsnet below the size that crashes BITS's
+compiler (docs/bits-environment.md, "The peephole assertion"), so compiling in BITS is safe.
 
 Exit status: 0 done (or nothing to do), 1 a change failed or a file is not what was expected,
 2 usage error (TARGET is neither kind of BITS tree).
@@ -63,12 +77,15 @@ CONFIG_IFDEF = "#ifdef GRUB_MACHINE_EFI  /* bitsnet */"  # only if config.c has 
 CONFIG_ENDIF = "#endif  /* bitsnet */"
 MAKEFILE_LINE = "efi = contrib/python/trampoline.c;"
 ADDED_LINES = (CONFIG_EXTERN, CONFIG_ENTRY, CONFIG_IFDEF, CONFIG_ENDIF, MAKEFILE_LINE)
+# The line added to init.cfg (step 5), after BITS's init.init() line (or at the end without one).
+INIT_CFG_LINE = "py 'import bitsnet.launch; bitsnet.launch.register_grub_commands()'"
 
 _INITTAB = re.compile(r"^\s*struct\s+_inittab\s+_PyImport_Inittab\s*\[\s*\]")
 _EXTERN_INIT = re.compile(r"^\s*extern\s+void\s+\w+\s*\(\s*void\s*\)\s*;")
 _EFI_ENTRY = re.compile(r'^(\s*)\{\s*"_efi"\s*,\s*init_efi\s*\}\s*,')
 _SENTINEL = re.compile(r"^(\s*)\{\s*0\s*,\s*0\s*\}")
 _EFIMODULE = re.compile(r"^(\s*)efi\s*=\s*contrib/python/efimodule\.c\s*;")
+_INIT_INIT = re.compile(r"""^\s*py\s+['"].*\binit\.init\(\)""")
 
 
 class UsageError(Exception):
@@ -91,8 +108,10 @@ class Layout(object):
                 and os.path.isfile(os.path.join(rc_python, "Makefile.core.def"))
                 and os.path.isdir(source_python)):
             self.kind, self.python, self.rc_python = "source", source_python, rc_python
+            self.init_cfg = os.path.join(self.root, "cfg", "init.cfg")
         elif os.path.isdir(image_python):
             self.kind, self.python, self.rc_python = "image", image_python, None
+            self.init_cfg = os.path.join(self.root, "boot", "cfg", "init.cfg")
         elif os.path.basename(self.root) == "python" and os.path.basename(os.path.dirname(self.root)) == "boot":
             raise UsageError("%s is boot/python itself: give the folder that holds boot/" % target)
         else:
@@ -126,6 +145,10 @@ class Plan(object):
     def remove(self, path, why):
         self.steps.append(("remove %s (%s)" % (self.layout.rel(path), why), _remove, (path,)))
 
+    def note(self, text):
+        """Something the user should know; changes nothing."""
+        self.steps.append(("note: " + text, _nothing, ()))
+
     def edit(self, path, lines, changes):
         """Replace the file with ``lines``; ``changes`` are ("+"/"-", text) pairs to show."""
         description = "edit %s:%s" % (self.layout.rel(path),
@@ -134,7 +157,8 @@ class Plan(object):
 
     def run(self, dry_run, out):
         for description, function, args in self.steps:
-            out.write(_native(("would " if dry_run else "") + description + "\n"))
+            would = "would " if dry_run and function is not _nothing else ""
+            out.write(_native(would + description + "\n"))
             if not dry_run:
                 function(*args)
 
@@ -157,6 +181,10 @@ def _write(path, data):
         os.makedirs(directory)
     with io.open(path, "wb") as f:
         f.write(data)
+
+
+def _nothing():
+    pass
 
 
 def _rename(path, new_path):
@@ -193,6 +221,9 @@ def plan_install(layout):
         _plan_trampoline(plan, layout)
         _plan_config_c(plan, layout)
         _plan_makefile(plan, layout)
+    _plan_init_cfg(plan, layout)
+    if len(plan) == 1 and plan.steps[0][1] is _nothing:
+        return Plan(layout)  # only the note: nothing to do
     return plan
 
 
@@ -312,6 +343,42 @@ def _plan_makefile(plan, layout):
                        % (layout.rel(path), MAKEFILE_LINE))
 
 
+def _plan_init_cfg(plan, layout):
+    """Step 5: the line that registers ``python -m`` at boot, after ``init.init()``."""
+    path = layout.init_cfg
+    if not os.path.isfile(path):
+        plan.note("no %s: 'python -m' needs %s run at boot (add it to your GRUB configuration)"
+                  % (layout.rel(path), INIT_CFG_LINE))
+        return
+    lines, newline = _lines(path)
+    if any(line.strip() == INIT_CFG_LINE for line in lines):
+        return
+    anchors = [i for i, line in enumerate(lines) if _INIT_INIT.match(line)]
+    at = anchors[-1] + 1 if anchors else len(lines)
+    if at == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+        # The last line has no line end: give it one, and ours none (--uninstall takes both back).
+        lines[-1] += newline
+        lines.append(INIT_CFG_LINE)
+    else:
+        lines.insert(at, INIT_CFG_LINE + newline)
+    plan.edit(path, lines, [("+", INIT_CFG_LINE)])
+
+
+def _unplan_init_cfg(plan, layout):
+    path = layout.init_cfg
+    if not os.path.isfile(path):
+        return
+    lines, _ = _lines(path)
+    ours = [i for i, line in enumerate(lines) if line.strip() == INIT_CFG_LINE]
+    if not ours:
+        return
+    for i in reversed(ours):
+        if i == len(lines) - 1 and i > 0 and not lines[i].endswith(("\n", "\r")):
+            lines[i - 1] = lines[i - 1].rstrip("\r\n")  # the line end install added
+        del lines[i]
+    plan.edit(path, lines, [("-", INIT_CFG_LINE)] * len(ours))
+
+
 # ----------------------------------------------------------------------------- uninstall
 def plan_uninstall(layout):
     plan = Plan(layout)
@@ -332,6 +399,7 @@ def plan_uninstall(layout):
             kept = [line for line in lines if line.strip() not in ADDED_LINES]
             if len(kept) != len(lines):
                 plan.edit(path, kept, [("-", line.rstrip("\r\n")) for line in lines if line.strip() in ADDED_LINES])
+    _unplan_init_cfg(plan, layout)
     return plan
 
 
@@ -391,10 +459,10 @@ def main(argv=None, out=None):
     if not args.dry_run and not args.uninstall:
         if layout.kind == "source":
             out.write("done: rebuild BITS; at the boot prompt 'import socket' is bitsnet's "
-                      "(with %s built in)\n" % MODULE)
+                      "(with %s built in), and 'python -m MODULE' works\n" % MODULE)
         else:
             out.write("done: at the boot prompt 'import socket' is bitsnet's (without %s: it uses BITS's "
-                      "_efi event hook, BITS 2070 and later)\n" % MODULE)
+                      "_efi event hook, BITS 2070 and later), and 'python -m MODULE' works\n" % MODULE)
     elif not args.dry_run:
         out.write("done: BITS's own files are back\n")
     return 0

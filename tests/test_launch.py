@@ -1,0 +1,169 @@
+"""bitsnet.launch (``python -m`` at the GRUB prompt, without runpy) and bitsnet.console (the
+interactive console without code/codeop): host-only units, on Python 2.7 and 3."""
+
+from __future__ import print_function
+
+import os
+import sys
+import types
+
+import pytest
+
+import conftest  # noqa: F401  (import paths)
+from bitsnet import console, launch
+
+PROGRAM = u"""\
+import sys
+print("name=%s argv=%s" % (__name__, "|".join(sys.argv[1:])))
+print("argv0=%s" % sys.argv[0].endswith("h2b_prog.py"))
+what = sys.argv[1] if len(sys.argv) > 1 else ""
+if what == "exit3":
+    sys.exit(3)
+if what == "exitmsg":
+    sys.exit("it went wrong")
+if what == "exit0":
+    raise SystemExit
+if what == "raise":
+    raise ValueError("boom")
+"""
+
+
+@pytest.fixture
+def program(tmpdir, monkeypatch):
+    """A module ``h2b_prog`` and a package ``h2b_pkg`` (with __main__) on sys.path."""
+    tmpdir.join("h2b_prog.py").write_text(PROGRAM, encoding="utf-8")
+    pkg = tmpdir.mkdir("h2b_pkg")
+    pkg.join("__init__.py").write_text(u"", encoding="utf-8")
+    pkg.join("__main__.py").write_text(u"import sys\nprint('pkg main %s' % __package__)\n", encoding="utf-8")
+    tmpdir.mkdir("h2b_nomain").join("__init__.py").write_text(u"", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmpdir))
+    return tmpdir
+
+
+def test_run_module_as_main_with_argv_then_puts_everything_back(program, capsys):
+    main_before, argv_before = sys.modules["__main__"], list(sys.argv)
+    assert launch.run_module("h2b_prog", ["a", "b"]) == 0
+    out = capsys.readouterr().out
+    assert "name=__main__ argv=a|b\n" in out and "argv0=True\n" in out
+    assert sys.modules["__main__"] is main_before and sys.argv == argv_before
+
+
+@pytest.mark.parametrize("what,status,err", [("exit3", 3, ""), ("exit0", 0, ""),
+                                             ("exitmsg", 1, "it went wrong\n"), ("", 0, "")])
+def test_system_exit_becomes_the_status(program, capsys, what, status, err):
+    assert launch.run_module("h2b_prog", [what] if what else []) == status
+    assert capsys.readouterr().err == err
+
+
+def test_an_exception_prints_its_traceback_without_launch_frames(program, capsys):
+    assert launch.run_module("h2b_prog", ["raise"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n") and "ValueError: boom" in err
+    assert "h2b_prog.py" in err and "launch.py" not in err
+
+
+def test_packages_run_their_main_and_missing_modules_are_named(program, capsys):
+    assert launch.run_module("h2b_pkg") == 0
+    assert "pkg main h2b_pkg" in capsys.readouterr().out
+    assert launch.run_module("h2b_nomain") == 1
+    assert "h2b_nomain.__main__" in capsys.readouterr().err
+    assert launch.run_module("h2b_no_such_module") == 1
+    assert capsys.readouterr().err == "python: No module named h2b_no_such_module\n"
+
+
+def test_python_command_forms(program, capsys):
+    assert launch.python_command(["python", "-m", "h2b_prog", "x"]) is True
+    assert "argv=x" in capsys.readouterr().out
+    assert launch.python_command(["python", "-m", "h2b_prog", "exit3"]) is False
+    assert "python: exit status 3" in capsys.readouterr().err
+    assert launch.python_command(["python", "-c", "import sys; print(sys.argv)", "q"]) is True
+    assert "['-c', 'q']" in capsys.readouterr().out
+    script = str(program.join("h2b_prog.py"))
+    assert launch.python_command(["python", script, "y"]) is True
+    assert "argv=y" in capsys.readouterr().out
+    assert launch.python_command(["python", "-m"]) is False
+    assert "argument expected for the -m option" in capsys.readouterr().err
+    assert launch.python_command(["python", "-x"]) is False
+    assert launch.python_command(["python", os.path.join(str(program), "nothere.py")]) is False
+
+
+def test_bitsnet_modules_run_through_it(capsys):
+    # Their argument parsing: --help exits 0 after printing usage, a bad argument is an error.
+    assert launch.run_module("bitsnet.webrepl", ["--help"]) == 1  # SystemExit(USAGE): printed, 1
+    assert "usage: python -m bitsnet.webrepl" in capsys.readouterr().err
+    assert launch.run_module("bitsnet.netconsole", []) == 1
+    assert "HOST[:PORT] missing" in capsys.readouterr().err
+
+
+def test_plain_python_is_the_interactive_interpreter(capsys):
+    namespace = {"__name__": "__main__"}
+    lines = iter(["x = 6", "def f():", "    return x * 7", "", "f()", "1/0", "if 1:", "  exit(4)", ""])
+
+    def readline(prompt):
+        line = next(lines)
+        print(prompt + line)
+        return line
+    assert launch.interact(namespace, readline) == 4
+    captured = capsys.readouterr()
+    assert captured.out.startswith(launch.BANNER + "\n") or launch.BANNER in captured.err
+    assert "\n42\n" in captured.out and "... " in captured.out
+    assert "ZeroDivisionError" in captured.err and "launch.py" not in captured.err
+    assert namespace["x"] == 6
+
+
+def test_interactive_interpreter_ends_at_eof(capsys):
+    def readline(prompt):
+        raise EOFError
+    assert launch.interact({"__name__": "__main__"}, readline) == 0
+
+
+def test_register_grub_commands_once(monkeypatch):
+    calls = []
+    fake_bits = types.ModuleType("bits")
+    fake_bits.register_grub_command = lambda *args: calls.append(args)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bits", fake_bits)
+    monkeypatch.setitem(launch._state, "registered", False)
+    launch.register_grub_commands()
+    launch.register_grub_commands()
+    assert len(calls) == 1 and calls[0][0] == "python" and calls[0][1] is launch.python_command
+
+
+# ----------------------------------------------------------------------------- console
+def test_console_future_statements_stay_in_force():
+    lines = []
+    the_console = console.Console()
+    the_console.write = lines.append  # type: ignore[method-assign]
+    assert the_console.push("from __future__ import division") is False
+    assert the_console.push("r = 1 / 2") is False
+    assert the_console.locals["r"] == 0.5
+    assert the_console.push("x = (1,") is True and the_console.push("2)") is False
+    assert the_console.locals["x"] == (1, 2)
+    assert the_console.push("x = = 1") is False and "SyntaxError" in "".join(lines)
+    assert 'File "<console>"' in "".join(lines)
+
+
+def test_exit_is_given_where_the_builtins_lack_it(monkeypatch):
+    try:
+        import __builtin__ as builtins  # type: ignore
+    except ImportError:
+        import builtins  # type: ignore[no-redef]
+    for name in ("exit", "quit"):
+        monkeypatch.delattr(builtins, name, raising=False)
+    namespace = {}  # type: dict
+    console.install_exit(namespace)
+    assert "exit()" in repr(namespace["exit"])
+    with pytest.raises(SystemExit) as info:
+        namespace["quit"](2)
+    assert info.value.code == 2
+
+
+def test_bits_line_editor_is_used_when_present(monkeypatch):
+    fake = types.ModuleType("readline")
+    answers = ["print(1)\n", ""]
+    fake._readline = lambda prompt: answers.pop(0)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "readline", fake)
+    readline = console.default_readline()
+    assert readline is console.bits_readline
+    assert readline(">>> ") == "print(1)"
+    with pytest.raises(EOFError):
+        readline(">>> ")
