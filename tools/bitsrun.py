@@ -1,0 +1,644 @@
+"""Run a Python program inside real BITS on OVMF under QEMU and get its console output and exit status.
+
+    python3 tools/bitsrun.py [--image PATH] [--stock] [--lab] [--timeout S] [--hostfwd PORT ...]
+                             [--restore-timer | --no-restore-timer] [--keep DIR] [-v]
+                             (SCRIPT | -m MODULE | -c CODE) [ARGS ...]
+
+What it does:
+  1. the BITS ESP: ``--image`` is a FAT image (``.img``), an unpacked tree (holding ``efi/`` and
+     ``boot/``) or a release tarball (``.tar.xz``/``.tar.gz``); by default BITS 2079's x86_64 EFI
+     build at ../shared/bits/bits-2079-x86_64-efi.tar.xz (beside the repository).  It is unpacked
+     into a work directory, never changed in place;
+  2. bitsnet goes into that copy with tools/bits_install.py (``--stock``: not; BITS's own
+     ``_socket`` and ``select`` stay);
+  3. ``/boot/grub/grub.cfg`` becomes: ``source /boot/cfg/init.cfg`` (BITS's own start-up),
+     ``py 'execfile("/boot/bitsrun/main.py")'`` (the wrapper below), ``halt`` (QEMU exits);
+  4. QEMU boots it (tools/qemu_vm.py: q35, TCG, OVMF, virtio disk and NIC, user-mode network)
+     inside a new network namespace with only a loopback, so nothing leaves the machine.  The
+     guest is 10.0.2.15 (DHCP); 10.0.2.2 is the namespace's loopback, where ``--lab`` starts
+     tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53); ``--hostfwd PORT`` makes a
+     listener on guest port PORT reachable at 127.0.0.1:PORT in the namespace.
+
+The wrapper (in BITS): sets ``sys.argv`` to [program] + ARGS, restarts the local APIC timer if
+asked (default: with ``--stock``, since BITS's start-up leaves it stopped on OVMF and nothing
+else would restart it; bitsnet restarts it itself), runs the program -- a script or ``-c`` code
+compiled and exec'ed as ``__main__`` (BITS has no runpy), ``-m`` through
+``bitsnet.launch.run_module`` where bitsnet has it, else the module's code from
+``pkgutil.get_loader`` -- and prints ``@@bitsrun exit N`` (``sys.exit`` codes as CPython maps
+them; an uncaught exception prints its traceback and gives 1).  The serial console wraps long
+lines and BITS's stdout is a write/flush-only Tee, so the wrapper puts its own writer on
+``sys.stdout``/``sys.stderr`` that frames every line: ``|text`` is a (last) piece of a line,
+``+text`` a piece that the next piece continues; the harness joins them back, so the output is
+exactly what the program printed (tabs expanded, non-ASCII unicode backslash-escaped).
+
+Placeholders in ARGS (``--lab``): ``{host}`` 10.0.2.2, ``{lab}`` 10.0.2.2:8080, ``{lab_http}``,
+``{lab_echo}`` (TCP and UDP echo), ``{lab_dns}`` (53); API callers add their own (``setup``).
+
+Exit status: the program's; 124 when the run timed out; 125 when BITS ended without the exit
+line (a crash, a hang cut short by QEMU); 2 for usage errors or a missing image/QEMU.
+
+Python API (tests/test_real_bits.py)::
+
+    import bitsrun
+    result = bitsrun.run(script="x.py", args=["--peer", "{lab}"], lab=True, timeout=300,
+                         hostfwd=[8000], on_line=hook)
+    result.output   # the program's output lines, unwrapped
+    result.status   # exit status (None: no exit line)   result.seconds   result.timed_out
+    result.console  # every console line (ANSI escapes removed), BITS's own messages included
+    result.hooks    # [(line, value)] for every on_line call that returned something but None
+
+``on_line(line)`` is called (in a thread of its own, in the namespace, so it reaches
+127.0.0.1:PORT of a ``hostfwd`` listener) for every program output line as it arrives;
+``setup()`` runs in the namespace before the boot and returns extra placeholders (dict).
+"""
+
+from __future__ import print_function
+
+import argparse
+import binascii
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import qemu_vm  # noqa: E402
+
+DEFAULT_IMAGE = os.path.join(os.path.dirname(ROOT), "shared", "bits", "bits-2079-x86_64-efi.tar.xz")
+PACKAGES = ["qemu-system-x86", "ovmf", "ipxe-qemu", "mtools", "dosfstools"]
+BUILD = os.path.join(ROOT, "build", "bitsrun")
+LAB_HTTP_PORT = 8080  # fixed: the namespace is ours, nothing else listens there
+DNS_PORT = 53
+ESP_MIB = 64  # FAT32 needs at least ~33 MiB
+DEFAULT_TIMEOUT = 300.0
+WIDTH = 76  # characters of program text per console line (the console is 80 columns or more)
+START = "@@bitsrun start"
+EXIT = "@@bitsrun exit "
+_ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[()][0-9A-Za-z]|[=>78cDEHM])")
+
+GRUB_CFG = """\
+# bitsrun: BITS's start-up, the wrapper, then power off (QEMU exits)
+source /boot/cfg/init.cfg
+py 'execfile("/boot/bitsrun/main.py")'
+halt
+"""
+
+# The wrapper, run by BITS's Python 2.7 (see the module docstring).  No peephole-sized lines, no
+# float repr, only modules BITS has.
+WRAPPER = r'''"""bitsrun's wrapper: runs the program named in /boot/bitsrun/config.txt (tools/bitsrun.py)."""
+import sys
+
+
+class BitsrunWriter(object):
+    """Frames every line for the harness: '|' a (last) piece, '+' a piece continued next."""
+
+    def __init__(self, target, width):
+        self.target = target
+        self.width = width
+        self.partial = ""
+
+    def write(self, text):
+        if not isinstance(text, str):
+            text = text.encode("ascii", "backslashreplace")
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self.emit(line.expandtabs(), "|")
+
+    def emit(self, line, last):
+        while len(line) > self.width:
+            self.target.write("+" + line[:self.width] + "\n")
+            line = line[self.width:]
+        self.target.write(last + line + "\n")
+
+    def flush(self):
+        if self.partial:
+            self.emit(self.partial.expandtabs(), "+")
+            self.partial = ""
+        self.target.flush()
+
+    def close_line(self):
+        if self.partial:
+            self.emit(self.partial.expandtabs(), "|")
+            self.partial = ""
+        self.target.flush()
+
+
+def bitsrun_config():
+    config = {}
+    for line in open("/boot/bitsrun/config.txt"):
+        key, _, value = line.strip().partition(" ")
+        config.setdefault(key, []).append(value.decode("hex"))
+    return config
+
+
+def bitsrun_restore_timer():
+    namespace = {"__name__": "bitsrun_lapic"}
+    exec(compile(open("/boot/bitsrun/lapic.py").read(), "/boot/bitsrun/lapic.py", "exec"), namespace)
+    before, after = namespace["restore_timer"](verbose=False)
+    print("bitsrun: LAPIC timer initial count %d -> %d" % (before["initial_count"], after["initial_count"]))
+
+
+def bitsrun_module_code(name):
+    try:
+        from bitsnet import launch
+    except ImportError:
+        launch = None
+    if launch is not None and hasattr(launch, "run_module"):
+        return None
+    import pkgutil
+    loader = pkgutil.get_loader(name)
+    if loader is None:
+        raise ImportError("No module named %s" % name)
+    if loader.is_package(name):
+        name = name + ".__main__"
+        loader = pkgutil.get_loader(name)
+        if loader is None:
+            raise ImportError("No module named %s" % name)
+    return loader.get_code(name), loader.get_filename(name)
+
+
+def bitsrun_status(code):
+    if code is None:
+        return 0
+    if isinstance(code, (int, long)):
+        return int(code) & 0xFF
+    sys.stderr.write(str(code) + "\n")
+    return 1
+
+
+def bitsrun_main():
+    import traceback
+    config = bitsrun_config()
+    mode, target = config["mode"][0], config["target"][0]
+    argv = config.get("arg", [])
+    tee_out, tee_err = sys.stdout, sys.stderr
+    tee_out.write("@@bitsrun start\n")
+    writer = BitsrunWriter(tee_out, int(config["width"][0]))
+    sys.stdout = sys.stderr = writer
+    status = 0
+    try:
+        try:
+            if config.get("restore_timer") == ["1"]:
+                bitsrun_restore_timer()
+            main = {"__name__": "__main__", "__builtins__": __builtins__, "__package__": None}
+            if mode == "module":
+                found = bitsrun_module_code(target)
+                if found is None:
+                    from bitsnet import launch
+                    sys.argv = [target] + argv
+                    result = launch.run_module(target, argv)
+                    if result:
+                        raise SystemExit(result)
+                else:
+                    code, filename = found
+                    sys.argv = [filename] + argv
+                    main["__file__"] = filename
+                    exec(code, main)
+            else:
+                filename = target if mode == "script" else "-c"
+                sys.argv = [filename] + argv
+                if mode == "script":
+                    main["__file__"] = target
+                    sys.path.insert(0, target.rpartition("/")[0] or "/")
+                    source = open(target).read()
+                else:
+                    source = open("/boot/bitsrun/code.py").read()
+                exec(compile(source, "<string>" if mode == "code" else target, "exec"), main)
+        except SystemExit as exc:
+            status = bitsrun_status(exc.code)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+    finally:
+        writer.close_line()
+        sys.stdout, sys.stderr = tee_out, tee_err
+    tee_out.write("@@bitsrun exit %d\n" % status)
+
+
+bitsrun_main()
+'''
+
+
+class Result(object):
+    """What one run gave: ``output`` (the program's lines), ``status``, ``seconds`` (the whole
+    QEMU run), ``timed_out``, ``console`` (all lines), ``hooks`` ([(line, value)]), ``ports``."""
+
+    def __init__(self, output, status, seconds, timed_out, console, hooks, ports):
+        self.output = output
+        self.status = status
+        self.seconds = seconds
+        self.timed_out = timed_out
+        self.console = console
+        self.hooks = hooks
+        self.ports = ports
+
+    @property
+    def text(self):
+        return "\n".join(self.output)
+
+    @property
+    def exit_code(self):
+        """The status as the command line reports it (124 timed out, 125 no exit line)."""
+        if self.status is not None:
+            return self.status
+        return 124 if self.timed_out else 125
+
+    def __repr__(self):
+        return "Result(status=%r, seconds=%.1f, %d output lines%s)" % (
+            self.status, self.seconds, len(self.output), ", timed out" if self.timed_out else "")
+
+
+class ImageError(Exception):
+    """The BITS image cannot be found or unpacked."""
+
+
+# ------------------------------------------------------------------------------------------ the ESP
+
+def default_image():
+    return DEFAULT_IMAGE
+
+
+def unpack_image(image, tree):
+    """The ESP's files (``efi/``, ``boot/``) of ``image`` copied into the new directory ``tree``."""
+    if not os.path.exists(image):
+        raise ImageError("no BITS image at %s" % image)
+    if os.path.isdir(image):
+        shutil.copytree(image, tree, symlinks=False)
+    elif tarfile.is_tarfile(image):
+        os.makedirs(tree)
+        with tarfile.open(image) as archive:
+            for member in archive.getmembers():  # no absolute paths or .. out of the tree
+                if member.name.startswith("/") or ".." in member.name.split("/"):
+                    raise ImageError("%s: unsafe path %s in the archive" % (image, member.name))
+            archive.extractall(tree)
+        _hoist(tree)
+    else:  # a FAT image: mtools reads it without mounting
+        os.makedirs(tree)
+        subprocess.check_call(["mcopy", "-s", "-n", "-Q", "-i", image, "::/*", tree + "/"])
+    names = dict((name.lower(), name) for name in os.listdir(tree))
+    if "boot" not in names or "efi" not in names:
+        raise ImageError("%s holds no efi/ and boot/ (found: %s)" % (image, ", ".join(sorted(names)) or "nothing"))
+    return tree
+
+
+def _hoist(tree):
+    """A tarball whose efi/ and boot/ sit one folder down (bits-2079/boot): move them up."""
+    names = os.listdir(tree)
+    if "boot" in names or len(names) != 1 or not os.path.isdir(os.path.join(tree, names[0])):
+        return
+    inner = os.path.join(tree, names[0])
+    for name in os.listdir(inner):
+        os.rename(os.path.join(inner, name), os.path.join(tree, name))
+    os.rmdir(inner)
+
+
+def install_bitsnet(tree):
+    """tools/bits_install.py into the unpacked tree; its output (it also removes stale .pyc)."""
+    import io
+    import bits_install
+    out = io.StringIO() if sys.version_info[0] >= 3 else io.BytesIO()
+    if bits_install.main([tree], out=out) != 0:
+        raise ImageError("bits_install.py failed:\n%s" % out.getvalue())
+    return out.getvalue()
+
+
+def _hex(text):
+    if not isinstance(text, bytes):
+        text = text.encode("utf-8")
+    return binascii.hexlify(text).decode("ascii")
+
+
+def prepare_tree(tree, mode, target, args, restore_timer, width=WIDTH):
+    """grub.cfg, the wrapper, its config and the program itself into the unpacked tree."""
+    boot = os.path.join(tree, "boot")
+    bitsrun_dir = os.path.join(boot, "bitsrun")
+    if os.path.isdir(bitsrun_dir):
+        shutil.rmtree(bitsrun_dir)
+    os.makedirs(bitsrun_dir)
+    grub_dir = os.path.join(boot, "grub")
+    with open(os.path.join(grub_dir, "grub.cfg"), "w") as handle:
+        handle.write(GRUB_CFG)
+    with open(os.path.join(bitsrun_dir, "main.py"), "w") as handle:
+        handle.write(WRAPPER)
+    shutil.copyfile(os.path.join(ROOT, "bitsnet", "lapic.py"), os.path.join(bitsrun_dir, "lapic.py"))
+    if mode == "script":
+        shutil.copyfile(target, os.path.join(bitsrun_dir, "script.py"))
+        target = "/boot/bitsrun/script.py"
+    elif mode == "code":
+        with open(os.path.join(bitsrun_dir, "code.py"), "w") as handle:
+            handle.write(target)
+        target = "-c"
+    lines = ["mode " + _hex(mode), "target " + _hex(target), "width " + _hex(str(width)),
+             "restore_timer " + _hex("1" if restore_timer else "0")]
+    lines.extend("arg " + _hex(arg) for arg in args)
+    with open(os.path.join(bitsrun_dir, "config.txt"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def make_esp(tree, image):
+    """A FAT32 disk image (no partition table: OVMF reads a whole-disk file system) holding ``tree``."""
+    with open(image, "wb") as handle:
+        handle.truncate(ESP_MIB * 1024 * 1024)
+    with open(os.devnull, "wb") as devnull:
+        subprocess.check_call(["mkfs.fat", "-F", "32", "-n", "BITS", image], stdout=devnull)
+    entries = [os.path.join(tree, name) for name in sorted(os.listdir(tree))]
+    subprocess.check_call(["mcopy", "-s", "-Q", "-i", image] + entries + ["::/"])
+    return image
+
+
+# ------------------------------------------------------------------------------------------ host peers
+
+class DnsServer(object):
+    """tools/lab.py's DNS answers (``lab.dns_answer``) on UDP ``host``:``port``, in a thread."""
+
+    def __init__(self, host="127.0.0.1", port=DNS_PORT):
+        import lab
+        self.answer = lab.dns_answer
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((host, port))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve)
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopping:
+            try:
+                query, peer = self.sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            except (OSError, socket.error):
+                return
+            reply = self.answer(query)
+            if reply:
+                self.sock.sendto(reply, peer)
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join(2.0)
+        self.sock.close()
+
+
+def start_lab():
+    """tools/lab.py's servers on the namespace's loopback (HTTP on 8080) and DNS on port 53;
+    (stop function, placeholders)."""
+    import lab
+    running = lab.Lab("127.0.0.1", LAB_HTTP_PORT).start()
+    dns = DnsServer()
+    ports = {"lab": "%s:%d" % (qemu_vm.GUEST_HOST, running.port), "lab_http": str(running.port),
+             "lab_echo": str(running.echo_port), "lab_dns": str(dns.port)}
+
+    def stop():
+        dns.stop()
+        running.stop()
+    return stop, ports
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+def unframe(lines):
+    """The program's lines from the framed console lines between the start and exit markers;
+    (output, status or None).  Lines without a frame (BITS's own output) are left out."""
+    output, pieces, status, started = [], [], None, False
+    for line in lines:
+        if not started:
+            started = line.endswith(START) or line == START
+            continue
+        at = line.find(EXIT)
+        if at >= 0 and line[at + len(EXIT):].strip().lstrip("-").isdigit():
+            status = int(line[at + len(EXIT):].strip())
+            break
+        if line.startswith("+"):
+            pieces.append(line[1:])
+        elif line.startswith("|"):
+            pieces.append(line[1:])
+            output.append("".join(pieces))
+            pieces = []
+    if pieces:
+        output.append("".join(pieces))
+    return output, status
+
+
+def clean(line):
+    """A console line without terminal escape sequences."""
+    return _ANSI.sub("", line)
+
+
+def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir):
+    """In the namespace: peers up, QEMU booted, console read; a Result."""
+    stops = []
+    ports = {"host": qemu_vm.GUEST_HOST}
+    try:
+        if lab:
+            stop, lab_ports = start_lab()
+            stops.append(stop)
+            ports.update(lab_ports)
+        if setup is not None:
+            ports.update(setup() or {})
+        tree = os.path.join(workdir, "esp")
+        prepare_tree(tree, *_substituted(args, ports))
+        make_esp(tree, esp)
+        return _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports)
+    finally:
+        for stop in stops:
+            stop()
+
+
+def _substituted(args, ports):
+    mode, target, program_args, restore_timer = args
+
+    def value(match):
+        return str(ports[match.group(1)]) if match.group(1) in ports else match.group(0)
+    return mode, target, [re.sub(r"\{(\w+)\}", value, arg) for arg in program_args], restore_timer
+
+
+def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports):
+    vars_copy = qemu_vm.fresh_vars(workdir)
+    vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, vars_copy, hostfwd), timeout)
+    console, hooks, threads = [], [], []
+    framed, started, status = [], False, None
+    try:
+        for raw in vm.lines():
+            line = clean(raw)
+            console.append(line)
+            if echo == "console":
+                print(line)
+                sys.stdout.flush()
+            if not started:
+                started = START in line
+                continue
+            at = line.find(EXIT)
+            if at >= 0:
+                status = unframe([START, line])[1]
+                if status is not None:
+                    break
+            framed.append(line)
+            if line.startswith("|"):
+                complete = unframe([START] + _last_line(framed))[0]
+                text = complete[-1] if complete else ""
+                if echo == "output":
+                    print(text)
+                    sys.stdout.flush()
+                if on_line is not None:
+                    threads.append(_call_hook(on_line, text, hooks))
+        vm.wait(30)  # halt powers the machine off
+    finally:
+        vm.close()
+        for thread in threads:
+            thread.join(30)
+    output, _ = unframe([START] + framed)
+    return Result(output, status, vm.seconds(), vm.timed_out and status is None, console, hooks, ports)
+
+
+def _last_line(framed):
+    """The framed pieces of the line that just ended (the trailing '+' run and its '|')."""
+    start = len(framed) - 1
+    while start > 0 and framed[start - 1].startswith("+"):
+        start -= 1
+    return framed[start:]
+
+
+def _call_hook(on_line, text, hooks):
+    def call():
+        try:
+            value = on_line(text)
+        except Exception as exc:  # recorded: a test asserts on it
+            value = "hook raised %s: %s" % (exc.__class__.__name__, exc)
+        if value is not None:
+            hooks.append((text, value))
+    thread = threading.Thread(target=call)
+    thread.daemon = True
+    thread.start()
+    return thread
+
+
+def run(script=None, module=None, code=None, args=(), image=None, stock=False, lab=False,
+        timeout=DEFAULT_TIMEOUT, hostfwd=(), on_line=None, setup=None, restore_timer=None,
+        keep=None, echo=None, install=False):
+    """Boot BITS with the program and return its Result (see the module docstring).
+
+    Exactly one of ``script`` (a host path), ``module``, ``code``.  ``restore_timer``: None means
+    "with ``stock``".  ``keep``: a directory for the ESP tree, disk image and NV store (else a
+    temporary one under build/bitsrun, removed).  ``echo``: None, "output" or "console" (print
+    as it arrives).  ``install``: apt-get missing Debian packages (as root).
+    """
+    chosen = [(m, t) for m, t in (("script", script), ("module", module), ("code", code)) if t is not None]
+    if len(chosen) != 1:
+        raise ValueError("give exactly one of script, module, code")
+    mode, target = chosen[0]
+    if mode == "script":
+        target = os.path.abspath(target)
+    problem = unavailable(image, install)
+    if problem:
+        raise ImageError(problem)
+    if restore_timer is None:
+        restore_timer = stock
+    if not os.path.isdir(BUILD):
+        os.makedirs(BUILD)
+    workdir = os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix="run-", dir=BUILD)
+    tree = os.path.join(workdir, "esp")
+    try:
+        if os.path.exists(tree):
+            shutil.rmtree(tree)
+        unpack_image(os.path.abspath(image or DEFAULT_IMAGE), tree)
+        if not stock:
+            install_bitsnet(tree)
+        esp = os.path.join(workdir, "esp.img")
+        return qemu_vm.in_new_namespace(_boot, esp, timeout, list(hostfwd), on_line, setup, lab,
+                                        (mode, target, list(args), restore_timer), echo, workdir)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def unavailable(image=None, install=False):
+    """Why a run cannot happen here (None: it can): packages, namespaces, the image."""
+    if qemu_vm.missing_packages(PACKAGES) and not qemu_vm.ensure_packages(PACKAGES, install, tool="bitsrun"):
+        return "needs the Debian packages %s" % ", ".join(qemu_vm.missing_packages(PACKAGES))
+    if not qemu_vm.in_namespace() and not qemu_vm.can_unshare():
+        return "needs user+network namespaces (`unshare -rn true` fails)"
+    path = image or DEFAULT_IMAGE
+    if not os.path.exists(path):
+        return "no BITS image at %s" % path
+    return None
+
+
+# ------------------------------------------------------------------------------------------ command line
+
+def _split_argv(argv):
+    """(bitsrun's options, program spec, program args): the program starts at -m/-c or the
+    first word that is not an option (or an option's value)."""
+    with_value = ("--image", "--timeout", "--hostfwd", "--keep")
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("-m", "-c"):
+            if i + 1 >= len(argv):
+                raise SystemExit("bitsrun: %s needs a value" % word)
+            return argv[:i], (word, argv[i + 1]), argv[i + 2:]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-"):
+            break
+        i += 2 if word in with_value else 1
+    if i >= len(argv):
+        return argv, None, []
+    return argv[:i], ("script", argv[i]), argv[i + 1:]
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    options, program, program_args = _split_argv(argv)
+    parser = argparse.ArgumentParser(prog="bitsrun.py", usage="%(prog)s [options] (SCRIPT | -m MODULE | -c CODE) "
+                                     "[ARGS ...]", description=__doc__.split("\n")[0])
+    parser.add_argument("--image", help="BITS ESP: .img, unpacked tree or tarball (default: %s)"
+                        % os.path.relpath(DEFAULT_IMAGE))
+    parser.add_argument("--stock", action="store_true", help="leave bitsnet out: BITS's own _socket")
+    parser.add_argument("--lab", action="store_true", help="run tools/lab.py at 10.0.2.2:8080 and DNS at 10.0.2.2:53")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds for the whole run")
+    parser.add_argument("--hostfwd", type=int, action="append", default=[], metavar="PORT",
+                        help="guest TCP port reachable at 127.0.0.1:PORT in the namespace (repeatable)")
+    timer = parser.add_mutually_exclusive_group()
+    timer.add_argument("--restore-timer", dest="restore_timer", action="store_true", default=None,
+                       help="restart the LAPIC timer before the program (default with --stock)")
+    timer.add_argument("--no-restore-timer", dest="restore_timer", action="store_false")
+    parser.add_argument("--keep", help="keep the ESP tree, image and NV store in this directory")
+    parser.add_argument("--no-install", action="store_true", help="never apt-get install")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the whole console, not only the program")
+    args = parser.parse_args(options)
+    if program is None:
+        parser.error("give a SCRIPT, -m MODULE or -c CODE")
+    kind, target = program
+    spec = {"script": dict(script=target), "-m": dict(module=target), "-c": dict(code=target)}[kind]
+    try:
+        result = run(args=program_args, image=args.image, stock=args.stock, lab=args.lab, timeout=args.timeout,
+                     hostfwd=args.hostfwd, restore_timer=args.restore_timer, keep=args.keep,
+                     echo="console" if args.verbose else "output", install=not args.no_install, **spec)
+    except ImageError as exc:
+        print("bitsrun: %s" % exc, file=sys.stderr)
+        return 2
+    if result.status is None:
+        print("bitsrun: %s after %.1f s without the exit line (last console lines below)"
+              % ("timed out" if result.timed_out else "BITS ended", result.seconds), file=sys.stderr)
+        for line in result.console[-15:]:
+            print("  " + line, file=sys.stderr)
+    else:
+        print("bitsrun: exit status %d after %.1f s" % (result.status, result.seconds), file=sys.stderr)
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
