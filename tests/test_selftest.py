@@ -105,3 +105,30 @@ def test_peer_down_is_explained():
     match = SUMMARY.match(lines[-1])
     assert match and int(match.group(2)) == 1, report
     assert "Traceback" not in report
+
+
+def test_through_the_grub_python_command():
+    # What "python -m bitsnet.selftest" at the GRUB prompt runs (bitsnet.launch, no runpy).
+    code = ("import sys; from bitsnet import launch; "
+            "sys.exit(0 if launch.python_command(['python', '-m', 'bitsnet.selftest']) else 1)")
+    status, lines, err = selftest("--lab", "-c", code)
+    report = "\n".join(lines) + "\n" + err
+    match = SUMMARY.match(lines[-1]) if lines else None
+    assert match and int(match.group(2)) == 0 and status == 0, report
+    assert result_of(lines, "TCP echo")[0] == "PASS", report
+
+
+def test_lab_json_is_read_without_the_json_module():
+    import json
+    from bitsnet.selftest import parse_json  # conftest puts the simulator's efi on sys.path
+    document = {"tcp_echo": 40001, "udp_echo": 40002, "address": "127.0.0.1", "address6": None,
+                "names": ["lab.test", "b"], "ok": True, "rate": 1.5, "text": u"a\"b\\c\n\u00e9",
+                "nested": {"x": [[], {}, [1, -2]]}}
+    text = json.dumps(document)
+    assert parse_json(text) == json.loads(text)
+    for bad in ("[1", "{]", "[1] x", "", "nope"):
+        try:
+            parse_json(bad)
+        except ValueError:
+            continue
+        raise AssertionError("accepted %r" % bad)
