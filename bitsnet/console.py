@@ -222,7 +222,9 @@ class Console(object):
             except EOFError:
                 self.write("\n")
                 break
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, KeyError) as exc:
+                if isinstance(exc, KeyError) and not _is_ctrl_c(exc):
+                    raise
                 self.write("\nKeyboardInterrupt\n")
                 self.resetbuffer()
                 continue
@@ -234,6 +236,13 @@ class Console(object):
         if exitmsg:
             self.write(exitmsg + "\n")
         return status
+
+
+def _is_ctrl_c(exc):
+    """BITS quirk: Ctrl-C typed on a serial console raises ``KeyError((0, u'\\x03', 0))`` from
+    BITS's key handler, not KeyboardInterrupt (docs/bits-environment.md, "Ctrl-C")."""
+    key = exc.args[0] if exc.args else None
+    return isinstance(key, tuple) and len(key) == 3 and key[1] in (u"\x03", "\x03")
 
 
 def bits_readline(prompt):

@@ -167,3 +167,19 @@ def test_bits_line_editor_is_used_when_present(monkeypatch):
     assert readline(">>> ") == "print(1)"
     with pytest.raises(EOFError):
         readline(">>> ")
+
+
+def test_bits_serial_ctrl_c_at_the_prompt_is_a_keyboard_interrupt(capsys):
+    # BITS raises KeyError((0, u'\x03', 0)) for Ctrl-C on a serial console; the prompt goes on.
+    events = [KeyError((0, u"\x03", 0)), "x = 1", EOFError()]
+
+    def readline(prompt):
+        event = events.pop(0)
+        if isinstance(event, BaseException):
+            raise event
+        return event
+    namespace = {"__name__": "__main__"}
+    assert launch.interact(namespace, readline) == 0
+    assert "KeyboardInterrupt" in capsys.readouterr().err and namespace["x"] == 1
+    with pytest.raises(KeyError):
+        console.Console().interact(readline=lambda prompt: {}["other"])
