@@ -1,0 +1,243 @@
+"""The battery tests/test_real_bits.py runs in real BITS (tools/bitsrun.py), in one boot.
+
+    real_bits_battery.py --lab HOST:PORT --echo PORT --closed PORT --tarpit PORT [--size N]
+                         SECTION...
+
+Sections (each prints ``== NAME`` first, ``NAME key=value`` lines, and ``== NAME PASS`` or
+``== NAME FAIL reason`` last; the host side asserts on them):
+  download      urllib2 GET /bytes/N from the lab: bytes, seconds, MB/s, sha256 against X-SHA256
+                (after a 1-byte GET that brings the address up, so DHCP is not in the rate)
+  http_server   a BaseHTTPServer on port 8000 answers 3 requests from the host (hostfwd), then stops
+  select_server a select() server on port 8001 serves 3 host clients at once (upper-cases a line)
+  refused       connect to a port nobody listens on: socket.error with errno.ECONNREFUSED
+  timeout       connect with a 2 s timeout to a peer that never answers the SYN: socket.timeout
+  udp           a datagram to the lab's UDP echo and back
+  dns           bitsnet.configure(dns=[HOST]) then a name the lab's DNS server knows, and one it does not
+
+Runs on BITS's Python 2.7 (and lints on 3): short lines, no float repr, only BITS's modules.
+"""
+
+from __future__ import print_function
+
+import errno
+import hashlib
+import socket
+import sys
+import time
+
+HTTP_PORT = 8000
+SELECT_PORT = 8001
+CLIENTS = 3
+
+
+def _mbps(size, seconds):
+    return "%.3f" % (size / max(seconds, 0.001) / 1e6)
+
+
+def section_download(opts):
+    try:
+        from urllib2 import urlopen
+    except ImportError:
+        from urllib.request import urlopen  # type: ignore
+    size = opts["size"]
+    # The address first (DHCP, the timer restart), so that the rate is the transfer's alone.
+    urlopen("http://%s/bytes/1" % opts["lab"], timeout=60).read()
+    url = "http://%s/bytes/%d" % (opts["lab"], size)
+    start = time.time()
+    response = urlopen(url, timeout=60)
+    digest = hashlib.sha256()
+    got = 0
+    while True:
+        chunk = response.read(65536)
+        if not chunk:
+            break
+        digest.update(chunk)
+        got += len(chunk)
+    seconds = time.time() - start
+    expected = response.info().getheader("X-SHA256") if hasattr(response.info(), "getheader") \
+        else response.info().get("X-SHA256")
+    response.close()
+    print("download bytes=%d seconds=%.3f" % (got, seconds))
+    print("download rate=%s MB/s" % _mbps(got, seconds))
+    good = digest.hexdigest() == expected
+    print("download sha256=%s" % ("ok" if good else "BAD"))
+    if got != size or not good:
+        raise AssertionError("got %d of %d bytes, checksum %s" % (got, size, "ok" if good else "bad"))
+
+
+def section_http_server(opts):
+    import BaseHTTPServer
+
+    class Hello(BaseHTTPServer.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = "hello from firmware %s\n" % self.path
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = BaseHTTPServer.HTTPServer(("", HTTP_PORT), Hello)
+    server.timeout = 60
+    served = 0
+    try:
+        print("ready http %d" % HTTP_PORT)
+        sys.stdout.flush()
+        for _ in range(CLIENTS):
+            server.handle_request()
+            served += 1
+    finally:
+        server.server_close()
+    print("http_server served=%d" % served)
+
+
+def section_select_server(opts):
+    import select
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("", SELECT_PORT))
+    listener.listen(5)
+    clients = {}
+    done = 0
+    most = 0
+    deadline = time.time() + 60
+    print("ready select %d" % SELECT_PORT)
+    sys.stdout.flush()
+    try:
+        while done < CLIENTS and time.time() < deadline:
+            readable, _, _ = select.select([listener] + list(clients), [], [], 1.0)
+            for sock in readable:
+                if sock is listener:
+                    conn, _ = listener.accept()
+                    clients[conn] = b""
+                    most = max(most, len(clients))
+                    continue
+                data = sock.recv(4096)
+                if data:
+                    clients[sock] += data
+                    if clients[sock].endswith(b"\n"):
+                        sock.sendall(clients[sock].upper())
+                        clients[sock] = b""
+                    continue
+                del clients[sock]
+                sock.close()
+                done += 1
+    finally:
+        for sock in clients:
+            sock.close()
+        listener.close()
+    print("select_server served=%d at_once=%d" % (done, most))
+    if done != CLIENTS:
+        raise AssertionError("served %d of %d clients" % (done, CLIENTS))
+
+
+def section_refused(opts):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(20)
+    try:
+        sock.connect((opts["host"], opts["closed"]))
+    except socket.timeout:
+        raise AssertionError("timed out instead of refused")
+    except socket.error as exc:
+        code = exc.args[0] if exc.args else None
+        name = errno.errorcode.get(code, "?") if hasattr(errno, "errorcode") else "?"
+        print("refused errno=%s name=%s" % (code, name))
+        print("refused is_ECONNREFUSED=%s" % (code == getattr(errno, "ECONNREFUSED", None)))
+        if code != getattr(errno, "ECONNREFUSED", None):
+            raise AssertionError("errno %r, not ECONNREFUSED" % (code,))
+        return
+    finally:
+        sock.close()
+    raise AssertionError("connect succeeded")
+
+
+def section_timeout(opts):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(2.0)
+    start = time.time()
+    try:
+        sock.connect((opts["host"], opts["tarpit"]))
+    except socket.timeout as exc:
+        print("timeout after=%.3f s message=%s" % (time.time() - start, exc))
+        return
+    except socket.error as exc:
+        raise AssertionError("socket.error %r instead of socket.timeout" % (exc.args,))
+    finally:
+        sock.close()
+    raise AssertionError("connect succeeded")
+
+
+def section_udp(opts):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.settimeout(10)
+    try:
+        payload = b"bitsnet real BITS udp"
+        start = time.time()
+        sock.sendto(payload, (opts["host"], opts["echo"]))
+        data, source = sock.recvfrom(2048)
+        print("udp echoed=%s from=%s:%d ms=%.3f" % (data == payload, source[0], source[1],
+                                                    (time.time() - start) * 1000))
+        if data != payload:
+            raise AssertionError("echo came back as %r" % data)
+    finally:
+        sock.close()
+
+
+def section_dns(opts):
+    import bitsnet
+    bitsnet.configure(dns=[opts["host"]])
+    address = socket.gethostbyname("lab.bitsnet.test")
+    print("dns lab.bitsnet.test=%s" % address)
+    try:
+        socket.gethostbyname("nowhere.bitsnet.test")
+        missing = "resolved"
+    except socket.gaierror as exc:
+        missing = "gaierror %s" % (exc.args[0],)
+    print("dns nowhere.bitsnet.test=%s" % missing)
+    if address != "127.0.0.1" or not missing.startswith("gaierror"):
+        raise AssertionError("lookups gave %s and %s" % (address, missing))
+
+
+SECTIONS = {"download": section_download, "http_server": section_http_server,
+            "select_server": section_select_server, "refused": section_refused,
+            "timeout": section_timeout, "udp": section_udp, "dns": section_dns}
+
+
+def parse(argv):
+    opts = {"size": 16 * 1024 * 1024, "sections": []}
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if word in ("--lab", "--echo", "--closed", "--tarpit", "--size"):
+            value = words.pop(0)
+            opts[word[2:]] = value if word == "--lab" else int(value)
+        else:
+            opts["sections"].append(word)
+    opts["host"] = opts["lab"].partition(":")[0]
+    return opts
+
+
+def main(argv):
+    import traceback
+    opts = parse(argv)
+    failed = 0
+    for name in opts["sections"]:
+        print("== %s" % name)
+        start = time.time()
+        try:
+            SECTIONS[name](opts)
+            verdict = "PASS"
+        except Exception as exc:
+            traceback.print_exc()
+            verdict = "FAIL %s: %s" % (exc.__class__.__name__, exc)
+            failed += 1
+        print("== %s %s (%.3f s)" % (name, verdict, time.time() - start))
+        sys.stdout.flush()
+    print("battery failed=%d" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
