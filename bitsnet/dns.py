@@ -32,12 +32,11 @@ Linux), and ``errors.herror`` for reverse lookups.
 import collections
 import ctypes
 import os
-import random
 import struct
 
 import efi
 
-from bitsnet import efidefs, errors, events, family, ipconfig, nic
+from bitsnet import efidefs, entropy, errors, events, family, ipconfig, nic
 
 # --- getaddrinfo error codes: glibc's values (netdb.h), as CPython's socket module has them --------
 EAI_BADFLAGS = -1
@@ -373,7 +372,7 @@ def _query_servers(qname, qtype, server_list):
     failure = EAI_AGAIN
     for _ in range(ATTEMPTS):
         for server in server_list:
-            ident = random.getrandbits(16)
+            ident = entropy.getrandbits(16)  # RFC 5452: unpredictable (BITS has no random)
             query = build_query(ident, qname, qtype)
             ep = udp.UdpEndpoint()
             try:

@@ -46,6 +46,7 @@ class MachineConfig(object):
         self.ipv6_delay = 0.3  # seconds SLAAC (policy Automatic) or DAD (manual address) takes; None: never
         self.ipv6_policy = "manual"  # EDK2's default; "automatic" (set by PXE/HTTP boot), "static" (::1 by hand)
         self.ipv6_dns_servers = []  # type: list   # ["[::1]:5353"]: what the router (RDNSS) hands out, plus port
+        self.rng = False  # True: an EFI_RNG_PROTOCOL backed by os.urandom (rng.py); Debian's OVMF has none
         for name, value in options.items():
             if not hasattr(self, name):
                 raise TypeError("unknown machine option %r" % name)
@@ -101,6 +102,10 @@ class Machine(object):
         FIRMWARE.ledger_sources.append(self._driver_ledger)
         FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_SIMPLE_NETWORK_PROTOCOL_GUID,
                                   FIRMWARE.allocate_static(656))
+        self.rng = None
+        if config.rng:
+            from efisim import rng
+            self.rng = rng.install()
         if config.nic_connected:
             self.connect_drivers()
         else:
@@ -139,6 +144,8 @@ class Machine(object):
             driver.shutdown()
         self.drivers.clear()
         self.nic.close()
+        if self.rng is not None:
+            self.rng.shutdown()
         FIRMWARE.stop_timer()
         FIRMWARE.faults = None
 

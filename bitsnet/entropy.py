@@ -1,0 +1,325 @@
+"""The one entropy source of bitsnet: random bytes for secrets and unpredictable choices.
+
+BITS has no ``random`` (an empty stub), no ``os.urandom`` and no ``_random``, and its ``hash()``
+is not randomized (docs/entropy.md). This module finds the best source the machine has, once,
+at the first call, in this order:
+
+  "EFI_RNG_PROTOCOL"  the firmware's RNG (UEFI "Random Number Generator Protocol", GUID
+                      3152bca5-eade-433d-862e-c01cdc291f44), GetRNG with the default algorithm
+  "RDRAND"            the CPU's generator, in BITS only (CPUID.1:ECX[30] through BITS's ``bits``
+                      module), run as an 31-byte machine-code stub in an EfiLoaderCode page
+  "os.urandom"        the operating system's, on a host with a real OS only (the simulator)
+  "weak mix: ..."     none of these: a SHA-256 pool fed with what varies -- bits.rdtsc() jitter
+                      around EFI calls, RuntimeServices GetTime, BootServices
+                      GetNextMonotonicCount, the clock -- and stirred again at every call.
+                      Unpredictable enough for DNS query ids against an off-path guesser; not
+                      for keys. ``strong()`` says which kind this is.
+
+API (the other modules use only this):
+
+  ``random_bytes(n)``  n bytes
+  ``getrandbits(k)``   an int of k random bits
+  ``randbelow(n)``     an int in [0, n), uniform (rejection sampling, no modulo bias)
+  ``source()``         which source is in use (the strings above; the weak mix names its inputs)
+  ``strong()``         whether it is a real generator (not the weak mix)
+
+A source that fails later (GetRNG answers an error, RDRAND keeps reporting no data) is dropped
+and the next one taken, so a call never fails. Imports only what BITS has (hashlib has sha256
+there); ``bits`` and the EFI tables are optional.
+"""
+
+import binascii
+import ctypes
+import hashlib
+import os
+import struct
+import uuid
+
+from bitsnet import clock
+
+EFI_RNG_PROTOCOL_GUID = uuid.UUID("3152bca5-eade-433d-862e-c01cdc291f44")
+RDRAND_RETRIES = 10  # Intel's advice: RDRAND may report "no data" transiently; 10 tries
+WEAK_SAMPLES = 32  # timing samples gathered when the weak mix is set up
+
+# RDRAND stub (x86-64; uses only RAX and RCX, volatile in both the Microsoft and the SysV ABI,
+# and takes no argument, so it works whichever convention efi.FUNC calls with):
+#    0  mov ecx, 10              B9 0A 00 00 00
+#    5  rdrand rax               48 0F C7 F0
+#    9  jc 18                    72 07
+#   11  dec ecx                  FF C9
+#   13  jnz 5                    75 F6
+#   15  xor eax, eax             31 C0          ; ten failures: return 0
+#   17  ret                      C3
+#   18  mov [rip+0xE7], rax      48 89 05 E7 00 00 00   ; 25 + 0xE7 = RDRAND_RESULT
+#   25  mov eax, 1               B8 01 00 00 00          ; return 1: a value was stored
+#   30  ret                      C3
+RDRAND_STUB = binascii.unhexlify(
+    "b90a000000" "480fc7f0" "7207" "ffc9" "75f6" "31c0" "c3" "488905e7000000" "b801000000" "c3")
+RDRAND_RESULT = 0x100  # offset of the stored value in the stub's page
+PAGE_SIZE = 4096
+EfiLoaderCode = 1  # EFI_MEMORY_TYPE: BITS's LoaderCode pages are executable (docs/entropy.md)
+AllocateAnyPages = 0
+
+
+class EFI_RNG_PROTOCOL(ctypes.Structure):
+    """UEFI's EFI_RNG_PROTOCOL: GetInfo, GetRNG."""
+
+
+def _rng_fields():
+    import efi
+    this = ctypes.POINTER(EFI_RNG_PROTOCOL)
+    EFI_RNG_PROTOCOL._fields_ = [
+        ("GetInfo", efi.FUNC(this, ctypes.POINTER(efi.UINTN), ctypes.c_void_p)),
+        ("GetRNG", efi.FUNC(this, ctypes.c_void_p, efi.UINTN, ctypes.c_void_p)),
+    ]
+
+
+class Unavailable(Exception):
+    """A source this machine does not have (or that stopped working)."""
+
+
+# --- the sources ---------------------------------------------------------------------------------
+class RngProtocol(object):
+    """EFI_RNG_PROTOCOL on the first handle that carries it."""
+
+    name = "EFI_RNG_PROTOCOL"
+    strong = True
+
+    def __init__(self):
+        try:
+            import efi
+        except ImportError:
+            raise Unavailable("no efi module")
+        try:
+            handles = efi.locate_handles(EFI_RNG_PROTOCOL_GUID)
+        except Exception:  # efi.EFIException(EFI_NOT_FOUND): Debian's OVMF, most firmware
+            raise Unavailable("no EFI_RNG_PROTOCOL")
+        if not len(handles):
+            raise Unavailable("no EFI_RNG_PROTOCOL")
+        if not hasattr(EFI_RNG_PROTOCOL, "_fields_"):
+            _rng_fields()
+        self.protocol = EFI_RNG_PROTOCOL.from_address(efi.get_protocol(handles[0], EFI_RNG_PROTOCOL_GUID))
+        self.read(16)  # fail now, not in the middle of a caller's request
+
+    def read(self, n):
+        buffer = ctypes.create_string_buffer(n)
+        status = self.protocol.GetRNG(ctypes.byref(self.protocol), None, n, buffer)
+        if status != 0:
+            raise Unavailable("GetRNG returned status 0x%x" % status)
+        return buffer.raw[:n]
+
+
+def _bits_module():
+    try:
+        import bits  # BITS's own module (CPUID, TSC, MSRs); absent on a host
+    except ImportError:
+        return None
+    return bits if hasattr(bits, "cpuid") else None
+
+
+def _efi_executable_page():
+    """One EfiLoaderCode page from AllocatePages (kept for the life of the boot)."""
+    import efi
+    bs = efi.system_table.BootServices.contents
+    address = efi.EFI_PHYSICAL_ADDRESS(0)
+    status = bs.AllocatePages(AllocateAnyPages, EfiLoaderCode, 1, ctypes.byref(address))
+    if status != 0:
+        raise Unavailable("AllocatePages(EfiLoaderCode) returned 0x%x" % status)
+    return address.value
+
+
+def _efi_function(address):
+    import efi
+    return ctypes.cast(address, efi.FUNC(ret=efi.UINT64))
+
+
+class Rdrand(object):
+    """RDRAND through a machine-code stub; ``page`` and ``function`` are injectable (tests run
+    the same stub on a host CPU from an mmap'ed page)."""
+
+    name = "RDRAND"
+    strong = True
+
+    def __init__(self, has_rdrand=None, page=None, function=None):
+        if has_rdrand is None:
+            bits = _bits_module()
+            if bits is None:
+                raise Unavailable("no BITS bits module: RDRAND is only used in BITS")
+            has_rdrand = bool(bits.cpuid(bits.bsp_apicid(), 1).ecx & (1 << 30))
+        if not has_rdrand:
+            raise Unavailable("the CPU has no RDRAND (CPUID.1:ECX[30] = 0)")
+        self.page = _efi_executable_page() if page is None else page
+        ctypes.memmove(self.page, RDRAND_STUB, len(RDRAND_STUB))
+        self.call = (function or _efi_function)(self.page)
+        self.result = ctypes.c_uint64.from_address(self.page + RDRAND_RESULT)
+        self.read(8)
+
+    def read(self, n):
+        out = []
+        for _ in range((n + 7) // 8):
+            if self.call() != 1:
+                raise Unavailable("RDRAND reported no data %d times" % RDRAND_RETRIES)
+            out.append(struct.pack("<Q", self.result.value))
+        return b"".join(out)[:n]
+
+
+class OsUrandom(object):
+    """The host OS's generator (never in BITS: its os has no urandom)."""
+
+    name = "os.urandom"
+    strong = True
+
+    def __init__(self):
+        if not hasattr(os, "urandom"):
+            raise Unavailable("no os.urandom")
+        self.read(16)
+
+    def read(self, n):
+        return os.urandom(n)
+
+
+class WeakMix(object):
+    """SHA-256 over timing noise and firmware counters; stirred at every read."""
+
+    strong = False
+
+    def __init__(self):
+        self.inputs = []
+        self.bits = _bits_module()
+        self.bs = self.rt = None
+        try:
+            import efi
+            self.bs = efi.system_table.BootServices.contents
+            self.rt = efi.system_table.RuntimeServices.contents
+        except Exception:
+            pass  # no EFI tables (or, in the simulator, no runtime services table)
+        self.pool = hashlib.sha256(b"bitsnet entropy pool")
+        self.counter = 0
+        for _ in range(WEAK_SAMPLES):
+            self._stir()
+        self.name = "weak mix: " + ", ".join(self.inputs)
+
+    def _tsc(self):
+        return self.bits.rdtsc() if self.bits is not None else 0
+
+    def _sample(self, label, function):
+        """Feed the TSC before, ``function()``'s bytes, and the TSC after into the pool."""
+        try:
+            before = self._tsc()
+            data = function()
+            after = self._tsc()
+        except Exception:
+            return
+        if data is None:
+            return
+        self.pool.update(struct.pack("<QQ", before & 0xFFFFFFFFFFFFFFFF, after & 0xFFFFFFFFFFFFFFFF))
+        self.pool.update(data)
+        if label not in self.inputs:
+            self.inputs.append(label)
+
+    def _get_time(self):
+        import efi
+        now = efi.EFI_TIME()
+        if self.rt is None or self.rt.GetTime(ctypes.byref(now), None) != 0:
+            return None
+        return ctypes.string_at(ctypes.addressof(now), ctypes.sizeof(now))
+
+    def _monotonic_count(self):
+        count = ctypes.c_uint64(0)
+        if self.bs is None or self.bs.GetNextMonotonicCount(ctypes.byref(count)) != 0:
+            return None
+        return struct.pack("<Q", count.value)
+
+    def _stir(self):
+        if self.bits is not None:
+            self._sample("TSC jitter", lambda: b"")
+        self._sample("GetTime", self._get_time)
+        self._sample("GetNextMonotonicCount", self._monotonic_count)
+        self._sample("the clock", lambda: ("%.6f" % clock.monotonic()).encode("ascii"))
+        self.pool.update(struct.pack("<Q", id(object()) & 0xFFFFFFFFFFFFFFFF))
+
+    def read(self, n):
+        self._stir()
+        out = []
+        while sum(len(block) for block in out) < n:
+            self.counter += 1
+            block = self.pool.copy()
+            block.update(struct.pack("<Q", self.counter))
+            out.append(block.digest())
+        self.pool.update(out[-1])  # what was handed out does not stay derivable from the pool
+        return b"".join(out)[:n]
+
+
+SOURCES = (RngProtocol, Rdrand, OsUrandom, WeakMix)  # the order of preference
+_state = {"source": None, "order": None, "skipped": []}  # type: dict
+
+
+def _current():
+    if _state["source"] is None:
+        for kind in _state["order"] or SOURCES:
+            try:
+                _state["source"] = kind()
+                break
+            except Unavailable as e:
+                _state["skipped"].append("%s: %s" % (kind.__name__, e))
+    return _state["source"]
+
+
+def reset(sources=None):
+    """Choose the source again at the next call, from ``sources`` (default: SOURCES). Tests."""
+    _state.update(source=None, order=tuple(sources) if sources else None, skipped=[])
+
+
+def random_bytes(n):
+    # type: (int) -> bytes
+    """``n`` random bytes from the best source the machine has."""
+    if n <= 0:
+        return b""
+    while True:
+        source_now = _current()
+        try:
+            return source_now.read(n)
+        except Unavailable as e:  # it stopped working: the next source in the order takes over
+            order = list(_state["order"] or SOURCES)
+            later = order[order.index(type(source_now)) + 1:] if type(source_now) in order else []
+            _state.update(source=None, order=tuple(later or [WeakMix]))
+            _state["skipped"].append("%s: %s" % (source_now.name, e))
+
+
+def getrandbits(k):
+    # type: (int) -> int
+    """An int with ``k`` random bits (0 <= result < 2**k)."""
+    if k <= 0:
+        return 0
+    data = random_bytes((k + 7) // 8)
+    return int(binascii.hexlify(data), 16) >> ((8 - k % 8) % 8)
+
+
+def randbelow(n):
+    # type: (int) -> int
+    """A uniform int in [0, n)."""
+    if n <= 0:
+        raise ValueError("randbelow(n) needs n > 0")
+    k = n.bit_length()
+    while True:
+        value = getrandbits(k)
+        if value < n:
+            return value
+
+
+def source():
+    # type: () -> str
+    """The source in use: "EFI_RNG_PROTOCOL", "RDRAND", "os.urandom" or "weak mix: ..."."""
+    return _current().name
+
+
+def strong():
+    # type: () -> bool
+    """Whether the source is a real random generator (not the weak mix)."""
+    return _current().strong
+
+
+def skipped():
+    """Why the sources before the one in use were not taken (for the selftest and docs)."""
+    _current()
+    return list(_state["skipped"])
