@@ -27,6 +27,17 @@ lab's DNS server, ``BITSNET_LAB=127.0.0.1:<http port>`` is put in the environmen
 default ``--peer`` of ``bitsnet.selftest``), one line ``efirun: lab on ...`` goes to stderr,
 and the lab stops after step 6. So ``efirun.py --lab -m bitsnet.selftest`` needs nothing else.
 
+BITS's Python (docs/bits-environment.md, ``tools/efisim/bitsenv.py``): with
+``BITSNET_SIM_PYTHON=bits`` in the environment the program gets BITS's environment instead of
+the host's complete Python: BITS's ``errno`` (nine names, GRUB's values), ``os``, ``time``,
+``random``, ``signal`` and ``tempfile``; only the modules BITS has (``ImportError`` for the rest,
+``threading`` included); ``sys.path`` without ``''`` and the script's directory (a script cannot
+import the modules beside it; directories on ``PYTHONPATH`` play extra ``/boot/python``
+content); a ``sys.stdout``/``sys.stderr`` with only ``write`` and ``flush``; and Ctrl-C raising
+``KeyError((0, u'\x03', 0))`` as on BITS's serial console. The simulator itself keeps the host's
+Python. ``--host-stdlib`` (or ``BITSNET_SIM_PYTHON=host``, the default for now) runs the program
+on the host's complete Python instead.
+
 ``sys.platform`` is deliberately NOT faked: it stays the host's (``linux``), while in BITS it
 is ``"BITS-EFI"``. Faking it would send the standard library down code paths for a platform it
 does not know; code that must tell BITS from the host should test for the ``efi`` module.
@@ -46,6 +57,8 @@ BOOT_PYTHON = os.path.join(HERE, "efisim", "boot_python")
 CLEANUP_TIMEOUT = 10.0  # seconds for bitsnet's background graceful closes (TIME_WAIT is 2 s, facts 3.3)
 LAB_HOST = "127.0.0.1"
 LAB_ENV = "BITSNET_LAB"  # HOST:PORT of the lab's HTTP server; bitsnet.selftest's default --peer
+MODEL_ENV = "BITSNET_SIM_PYTHON"  # "bits": the program gets BITS's Python environment; "host": the host's
+MODEL_DEFAULT = "host"
 
 EPILOG = """\
 The machine: one NIC (eth0) with IP4 Config2 (policy Static, no address, until DHCP is
@@ -56,6 +69,11 @@ started), TCP4, and UDP4/DNS4 when those drivers exist. DHCP hands out --address
 DHCP hands out their DNS server (after any --dns-server), BITSNET_LAB=127.0.0.1:<http port> is
 set for the program (bitsnet.selftest's default --peer). Main job:
     python3 tools/efirun.py --lab -m bitsnet.selftest
+
+BITS's Python: BITSNET_SIM_PYTHON=bits gives the program BITS's environment (BITS's errno/os/
+time/random, only BITS's modules, no threads, no script directory on sys.path, stdout with only
+write/flush, Ctrl-C raising KeyError; docs/bits-environment.md). --host-stdlib runs it on the
+host's complete Python instead.
 
 sys.platform is NOT faked (it stays the host's; BITS says "BITS-EFI"): test for the efi
 module instead.
@@ -119,6 +137,9 @@ def build_parser():
     run.add_argument("--no-trampoline", action="store_true",
                      help="do not build/load _bitsnet_trampoline (bitsnet then uses the _efi hook)")
     run.add_argument("--no-install", action="store_true", help="do not call bitsnet.install()")
+    run.add_argument("--host-stdlib", action="store_true",
+                     help="run the program on the host's complete Python (every stdlib module, real os/time/"
+                          "errno, threads) instead of BITS's environment (tools/efisim/bitsenv.py)")
     run.add_argument("--ledger", action="store_true",
                      help="at exit print the firmware ledger to stderr as one line: "
                           "'efirun ledger: events=0 pool=0 ...'")
@@ -169,13 +190,31 @@ def machine_options(opts):
 
 
 def set_import_path(first):
-    """BITS's /boot/python first (here boot_python), then the tree, then ``first`` (script dir)."""
+    """BITS's /boot/python first (here boot_python), then the tree, then ``first`` (script dir;
+    None under the BITS model, where sys.path has neither the script's directory nor '')."""
     for path in (ROOT, HERE, BOOT_PYTHON):
         while path in sys.path:
             sys.path.remove(path)
     sys.path[:0] = [BOOT_PYTHON, ROOT, HERE]
-    # Python puts the script's directory (or '' for -m/-c) first; so do we, after BITS's path.
-    sys.path.insert(1, first)
+    if first is not None:
+        # Python puts the script's directory (or '' for -m/-c) first; so do we, after BITS's path.
+        sys.path.insert(1, first)
+
+
+def bits_model_wanted(opts):
+    """Whether the program gets BITS's Python environment (tools/efisim/bitsenv.py)."""
+    if opts.host_stdlib:
+        return False
+    return os.environ.get(MODEL_ENV, MODEL_DEFAULT) == "bits"
+
+
+def make_bits_environment(script_dir):
+    """The BITS model for this run: PYTHONPATH directories play extra /boot/python content."""
+    from efisim import bitsenv
+    extra = [d for d in os.environ.get("PYTHONPATH", "").split(os.pathsep) if d]
+    extra = [d for d in extra if os.path.abspath(d) not in (ROOT, HERE, BOOT_PYTHON)]
+    env = bitsenv.BitsEnvironment(boot_dirs=extra, script_dir=script_dir)
+    return env
 
 
 def start_lab():
@@ -234,11 +273,12 @@ def prepare_runtime(opts):
             bitsnet.install()
 
 
-def run_program(opts, program_args):
+def run_program(opts, program_args, bitsenv=None):
     """Run the code as ``__main__``; return the exit status."""
-    import runpy
     try:
-        if opts.code is not None:
+        if bitsenv is not None:
+            run_bits_main(opts, program_args, bitsenv)
+        elif opts.code is not None:
             sys.argv[:] = ["-c"] + program_args
             main = types.ModuleType("__main__")
             main.__dict__["__builtins__"] = __builtins__
@@ -250,9 +290,11 @@ def run_program(opts, program_args):
                 if saved is not None:
                     sys.modules["__main__"] = saved
         elif opts.module is not None:
+            import runpy
             sys.argv[:] = [opts.module] + program_args
             runpy.run_module(opts.module, run_name="__main__", alter_sys=True)
         else:
+            import runpy
             sys.argv[:] = program_args
             runpy.run_path(program_args[0], run_name="__main__")
     except SystemExit as exc:
@@ -264,6 +306,49 @@ def run_program(opts, program_args):
         traceback.print_exc()
         return 1
     return 0
+
+
+def run_bits_main(opts, program_args, bitsenv):
+    """Run the program in a fresh ``__main__`` that the BITS model knows as the program's.
+
+    The code is found as Python finds it (``-m`` through runpy's own lookup, run on the host
+    side: BITS itself has no runpy), then executed here, in a namespace registered with the model.
+    """
+    main = types.ModuleType("__main__")
+    namespace = main.__dict__
+    namespace["__builtins__"] = __builtins__
+    if opts.code is not None:
+        sys.argv[:] = ["-c"] + program_args
+        code = compile(opts.code, "<string>", "exec")
+    elif opts.module is not None:
+        import runpy
+        details = runpy._get_module_details(opts.module)  # type: ignore[attr-defined]
+        code = details[2]
+        filename = code.co_filename
+        if len(details) == 3:  # Python 3: (name, spec, code)
+            spec = details[1]
+            namespace.update(__spec__=spec, __loader__=spec.loader, __package__=spec.parent)
+            filename = spec.origin or filename
+        else:  # Python 2: (name, loader, code, filename)
+            namespace.update(__loader__=details[1], __package__=details[0].rpartition(".")[0] or None)
+            filename = details[3] or filename
+        namespace["__file__"] = filename
+        sys.argv[:] = [filename] + program_args
+    else:
+        filename = program_args[0]
+        sys.argv[:] = program_args
+        with open(filename, "rb") as f:
+            source = f.read()
+        code = compile(source, filename, "exec")
+        namespace["__file__"] = filename
+    bitsenv.add_program_namespace(namespace, main)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, namespace)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def exit_status(code):
@@ -313,10 +398,15 @@ def main(args=None):
     if opts.code is not None and opts.module is not None:
         parser.error("give only one of -m MODULE and -c CODE")
 
-    if opts.code is not None or opts.module is not None:
-        set_import_path("")
+    script_dir = None
+    if opts.code is None and opts.module is None:
+        script_dir = os.path.dirname(os.path.abspath(program_args[0]))
+    if bits_model_wanted(opts):
+        set_import_path(None)
+        bitsenv = make_bits_environment(script_dir)
     else:
-        set_import_path(os.path.dirname(os.path.abspath(program_args[0])))
+        set_import_path(script_dir if script_dir is not None else "")
+        bitsenv = None
     from efisim import machine as efimachine
     options = machine_options(opts)
     try:
@@ -340,21 +430,31 @@ def main(args=None):
             environment.set(LAB_ENV, "%s:%d" % (LAB_HOST, lab.port))
             print("efirun: %s" % lab.describe(), file=sys.stderr)
             sys.stderr.flush()
-        return boot_and_run(efimachine.boot(efimachine.MachineConfig(**options)), opts, program_args)
+        return boot_and_run(efimachine.boot(efimachine.MachineConfig(**options)), opts, program_args, bitsenv)
     finally:
         if lab is not None:
             lab.stop()
+        if bitsenv is not None:
+            bitsenv.deactivate()
         environment.restore()
         held_modules.clear()
 
 
-def boot_and_run(booted, opts, program_args):
+def boot_and_run(booted, opts, program_args, bitsenv=None):
     """Steps 3 to 6 on the booted machine; returns the exit status."""
     status = 1
     try:
-        prepare_runtime(opts)
-        status = run_program(opts, program_args)
-        cleanup_bitsnet()
+        import efi  # noqa: F401  (BITS has it loaded before any program runs)
+        if bitsenv is not None:
+            bitsenv.activate(script_dir=None if opts.code is not None or opts.module is not None
+                             else os.path.dirname(os.path.abspath(program_args[0])))
+        try:
+            prepare_runtime(opts)
+            status = run_program(opts, program_args, bitsenv)
+            cleanup_bitsnet()
+        finally:
+            if bitsenv is not None:
+                bitsenv.deactivate()
     finally:
         try:
             sys.stdout.flush()
