@@ -1,6 +1,6 @@
 """bitsnet.console: the interactive interpreter's console, without ``code``, ``codeop`` or ``ast``.
 
-BITS's Python has none of those three modules (docs/bits-environment.md §2), yet the
+BITS's Python has none of those three modules (docs/bits-environment.md section 2), yet the
 web REPL and the GRUB ``python`` command (``bitsnet.launch``) need what ``code.InteractiveConsole``
 does: collect lines until a statement is complete, run it in one namespace, show tracebacks.
 
@@ -240,7 +240,7 @@ class Console(object):
 
 def _is_ctrl_c(exc):
     """BITS quirk: Ctrl-C typed on a serial console raises ``KeyError((0, u'\\x03', 0))`` from
-    BITS's key handler, not KeyboardInterrupt (docs/bits-environment.md §8.3)."""
+    BITS's key handler, not KeyboardInterrupt (docs/bits-environment.md section 8.3)."""
     key = exc.args[0] if exc.args else None
     return isinstance(key, tuple) and len(key) == 3 and key[1] in (u"\x03", "\x03")
 

@@ -1,7 +1,7 @@
 """bitsnet.launch: ``python -m MODULE [ARGS...]`` at the BITS (GRUB) prompt, without ``runpy``.
 
 BITS's GRUB has ``py 'CODE'`` and an interactive ``python`` command, but no ``-m`` and no
-``runpy`` (docs/bits-environment.md §8.1). This module supplies both:
+``runpy`` (docs/bits-environment.md section 8.1). This module supplies both:
 
 ``run_module(name, argv)``
     runs a module as ``__main__``, as ``python -m`` does: its code is found through its

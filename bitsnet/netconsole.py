@@ -461,7 +461,7 @@ def parse_args(argv):
 
 def main(argv=None):
     host, port, seq, dhcp_wait, module, module_args = parse_args(sys.argv[1:] if argv is None else argv)
-    from bitsnet import launch  # BITS has no runpy (docs/bits-environment.md §2)
+    from bitsnet import launch  # BITS has no runpy (docs/bits-environment.md section 2)
     console = start(host, port, seq=seq, dhcp_wait=dhcp_wait)
     if console.sender.sock is not None:
         print("netconsole: mirroring the console to %s over UDP" % console.address)

@@ -13,7 +13,7 @@ and the exit status is 1 when anything failed. Lines stay within an 80-column co
 
 It imports nothing BITS's Python lacks: ``lab.json`` is read by ``parse_json`` below (BITS has
 no ``json``), and numbers are printed only as ``%d`` and ``%.Nf`` (docs/bits-environment.md
-§10).
+section 10).
 """
 
 from __future__ import print_function

@@ -43,7 +43,7 @@ compiled here by a host Python 2.7 would save that compile time at each boot, bu
 Python 2.7 on the installing machine, and a .pyc (mtime 0, like every file GRUB shows) would
 silently win over a .py later edited on the boot medium -- the stale-bytecode trap of step 3.
 tests/test_bits_lint.py keeps every line of bitsnet below the size that crashes BITS's
-compiler (docs/bits-environment.md §9), so compiling in BITS is safe.
+compiler (docs/bits-environment.md section 9), so compiling in BITS is safe.
 
 Exit status: 0 done (or nothing to do), 1 a change failed or a file is not what was expected,
 2 usage error (TARGET is neither kind of BITS tree).
