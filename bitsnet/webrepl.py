@@ -8,15 +8,16 @@ interpreter: one persistent namespace, multi-line blocks, tracebacks, history on
 Ctrl-C / the Interrupt button, ``exit()`` to stop the server and return to the boot prompt.
 
 Contents: ``make_token``, ``tokens_equal`` (the access check), ``Transcript`` (the console
-text), ``ReplConsole`` (``code.InteractiveConsole`` that defers running), ``ReplServer``
-(``HTTPServer`` driven by our own select loop), ``main``.
+text), ``ReplConsole`` (``bitsnet.console.Console`` that defers running), ``ReplServer``
+(``HTTPServer`` driven by our own select loop), ``main``. It imports nothing BITS lacks (no
+``code``, ``codeop``, ``io``, ``hmac``, ``random``, ``os.urandom``; ``ast`` only on Python 3).
 
 Design -- how one thread serves HTTP while arbitrary user code runs
 --------------------------------------------------------------------
 BITS has no threads, so the server and the user's code share the one thread:
 
 Rule 1: every request is answered at once. ``POST /push`` only *compiles* the line (with
-    ``InteractiveConsole.compile``, i.e. ``codeop``, which decides whether a block is complete);
+    ``bitsnet.console``, which decides as ``codeop`` does whether a block is complete);
     complete code is queued and answered "running". The browser then polls ``GET /poll`` for
     output and state. No response ever waits for user code.
 Rule 2: the select loop (``ReplServer.service``) owns all sockets, non-blocking. A connection
@@ -43,7 +44,9 @@ signals; a periodic firmware timer whose notify function makes a ``Py_AddPending
 ``events.py`` that does not exist yet.
 
 Access: every request must carry the token (header ``X-Repl-Token`` or query ``token``),
-compared in constant time; otherwise 403 and nothing runs. Only one browser session at a time:
+compared in constant time; otherwise 403 and nothing runs. The token and session ids come from
+``bitsnet.entropy``; the console says which source that was, and warns when it is not a strong
+one (BITS on a board without an RNG protocol or RDRAND: pass ``--token`` then). Only one browser session at a time:
 ``POST /session`` claims the console, a second claim gets 409 with a message saying why; a session
 without contact for ``SESSION_IDLE`` seconds (the page beats every 2 s) may be taken over.
 Responses are plain text with ``X-Repl-*`` headers (BITS ships no ``json``).
@@ -51,11 +54,8 @@ Responses are plain text with ``X-Repl-*`` headers (BITS ships no ``json``).
 
 from __future__ import absolute_import, print_function
 
-import code
 import errno
-import io
 import linecache
-import os
 import socket
 import sys
 import time
@@ -72,13 +72,22 @@ except ImportError:  # Python 2.7
 
 import select
 
-try:
-    import hmac
-    _compare_digest = getattr(hmac, "compare_digest", None)
-except ImportError:  # pragma: no cover - hmac is pure Python; kept for very small BITS trees
-    _compare_digest = None
+from bitsnet import console as _console
 
 PY2 = sys.version_info[0] == 2
+if PY2:
+    # BITS quirk: no io module (docs/bits-environment.md section 2); cStringIO is built in.
+    from cStringIO import StringIO as BytesIO  # type: ignore
+else:
+    from io import BytesIO
+try:
+    from _operator import _compare_digest  # Python 3: what hmac.compare_digest is
+except ImportError:
+    try:
+        # BITS quirk: no hmac (docs/bits-environment.md section 2); 2.7.7+ has the C function here.
+        from operator import _compare_digest  # type: ignore[attr-defined,no-redef]
+    except ImportError:
+        _compare_digest = None  # type: ignore[assignment]
 _clock = getattr(time, "monotonic", time.time)
 
 DEFAULT_PORT = 8080  # the usual "second web server" port; the firmware has no other server
@@ -95,29 +104,21 @@ TRANSCRIPT_LIMIT = 1024 * 1024  # characters of console text kept for polls and 
 STOP_GRACE = 1.5  # s the server keeps answering after exit() so the page sees "closed"
 _UNTRACED = ("bitsnet", "efi", "_efi", "efisim")  # module name prefixes: network stack (Rule 4)
 _THIS_FILE = (lambda: 0).__code__.co_filename
+# errno has these names in BITS too: importing bitsnet completes it (bitsnet/errnos.py).
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 
 
 # --------------------------------------------------------------------------- access token
 def make_token(nbytes=TOKEN_BYTES, warn=None):
-    """A random hex token. BITS's ``os.urandom`` raises NotImplementedError (there is no
-    /dev/urandom), and ``random.SystemRandom`` is built on it; then a generator seeded from
-    every clock we have is used and ``warn(message)`` is called."""
-    try:
-        return _hex(os.urandom(nbytes))
-    except (AttributeError, NotImplementedError, OSError, IOError):
-        pass
-    import random
-    try:
-        return "%0*x" % (nbytes * 2, random.SystemRandom().getrandbits(nbytes * 8))
-    except (AttributeError, NotImplementedError, OSError, IOError):
-        pass
-    seed = "%r %r %r %r" % (time.time(), _clock(), id(object()), getattr(time, "clock", time.time)())
-    rng = random.Random(seed)
-    if warn is not None:
-        warn("no os.urandom here: the token comes from a time-seeded generator and may be guessable "
-             "by someone who knows when it was made; pass --token for a better one")
-    return "%0*x" % (nbytes * 2, rng.getrandbits(nbytes * 8))
+    """A random hex token of ``nbytes`` bytes from ``bitsnet.entropy`` (BITS has no
+    ``os.urandom`` and its ``random`` is an empty stub). ``warn(message)`` is called when the
+    source is not a strong one."""
+    from bitsnet import entropy
+    token = _hex(entropy.random_bytes(nbytes))
+    if warn is not None and not entropy.strong():
+        warn("the token comes from %s, not a strong random source: someone who can watch this "
+             "machine's timing might guess it; pass --token for a better one" % entropy.source())
+    return token
 
 
 def _hex(data):
@@ -126,8 +127,8 @@ def _hex(data):
 
 def tokens_equal(given, expected):
     # type: (str, str) -> bool
-    """Compare without a timing leak: ``hmac.compare_digest`` (2.7.7+ and 3), else the same
-    XOR-accumulate loop (BITS's 2.7 predates compare_digest)."""
+    """Compare without a timing leak: the C ``_compare_digest`` behind ``hmac.compare_digest``
+    (Python 2.7.7+ and 3, BITS's 2.7.10 included), else the same XOR-accumulate loop."""
     given_bytes = given.encode("utf-8") if not isinstance(given, bytes) else given
     expected_bytes = expected.encode("utf-8") if not isinstance(expected, bytes) else expected
     if _compare_digest is not None:
@@ -212,19 +213,17 @@ class _NoInput(object):
 
 
 # --------------------------------------------------------------------------- interpreter
-class ReplConsole(code.InteractiveConsole):
+class ReplConsole(_console.Console):
     """The interactive interpreter with compiling and running split apart (Rule 1)."""
 
     def __init__(self, transcript):
-        code.InteractiveConsole.__init__(self, {"__name__": "__console__", "__doc__": None}, "<console>")
+        _console.Console.__init__(self, {"__name__": "__console__", "__doc__": None}, "<console>")
+        _console.install_exit(self.locals)  # BITS has no exit() builtin (no site)
         self.transcript = transcript
         self.raised_by_tracer = False  # set when the tracer raised KeyboardInterrupt (Rule 3)
 
     def write(self, data):
         self.transcript.write(data)
-
-    def prompt(self):
-        return "... " if self.buffer else ">>> "
 
     def push_line(self, line):
         """Add one line; returns compiled code ready to run, or None (more input needed, or a
@@ -251,7 +250,7 @@ class ReplConsole(code.InteractiveConsole):
         Moving the ``pass`` to the next line number makes the compiler keep a NOP there and the
         loop a backward jump, which is traced. Nothing else changes: ``pass`` cannot raise."""
         import ast
-        flags = getattr(self.compile.compiler, "flags", 0)
+        flags = self.compile.flags & _console.FUTURE_FLAGS  # from __future__ statements so far
         try:
             tree = compile(source, self.filename, "single", flags | ast.PyCF_ONLY_AST, True)
             moved = False
@@ -351,8 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.request = None
         self.client_address = client_address
         self.server = server
-        self.rfile = io.BytesIO(raw)
-        self.wfile = io.BytesIO()
+        self.rfile = BytesIO(raw)
+        self.wfile = BytesIO()
         self.close_connection = True
         self.handle_one_request()
         if hasattr(self, "_headers_buffer") and self._headers_buffer:
@@ -481,7 +480,8 @@ class _Session(object):
     def __init__(self, ident, address, now):
         self.ident = ident
         self.address = address
-        self.started = time.strftime("%H:%M:%S", time.gmtime())
+        # BITS quirk: time has no strftime (docs/bits-environment.md section 5).
+        self.started = "%02d:%02d:%02d" % tuple(time.gmtime()[3:6])
         self.last_seen = now
 
 
@@ -491,6 +491,7 @@ class WebRepl(object):
     def __init__(self, bind="", port=DEFAULT_PORT, token=None, console=None):
         self.console = console or sys.stdout  # the firmware console, kept while runs capture
         self.token = token or make_token(warn=self.log)
+        self.token_source = "--token" if token else _token_source()
         self.transcript = Transcript()
         self.interpreter = ReplConsole(self.transcript)
         self.session = None  # type: _Session
@@ -518,6 +519,7 @@ class WebRepl(object):
     # ---- the loop
     def serve(self):
         self.log("open %s" % self.url())
+        self.log("access token from %s" % self.token_source)
         try:
             while not self.stopping:
                 self._service(IDLE_WAIT)
@@ -681,6 +683,11 @@ class WebRepl(object):
         self.pending = None
         self.interpreter.resetbuffer()
         self.transcript.write("\nKeyboardInterrupt\n")
+
+
+def _token_source():
+    from bitsnet import entropy
+    return "%s (%s)" % (entropy.source(), "strong" if entropy.strong() else "weak: see the warning")
 
 
 def _station_address():

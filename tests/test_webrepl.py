@@ -5,13 +5,13 @@ Chromium over WebDriver (3 only). The server listens on the simulated station ad
 from __future__ import print_function
 
 import os
-import random
 import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+import types
 
 import pytest
 
@@ -183,16 +183,28 @@ def test_tokens_equal_with_and_without_compare_digest(monkeypatch):
         assert not webrepl.tokens_equal("", "abc123")
 
 
-def test_token_without_urandom_falls_back_with_a_warning(monkeypatch):
-    def no_urandom(n):
-        raise NotImplementedError("/dev/urandom (or equivalent) not found")  # BITS's os.urandom
+def test_token_comes_from_bitsnet_entropy(monkeypatch):
+    from bitsnet import entropy
     warnings = []
-    assert len(webrepl.make_token(warn=warnings.append)) == 32 and not warnings
-    monkeypatch.setattr(os, "urandom", no_urandom)
-    monkeypatch.setattr(random, "_urandom", no_urandom)  # what random.SystemRandom draws from
     first, second = webrepl.make_token(warn=warnings.append), webrepl.make_token(warn=warnings.append)
     assert len(first) == 32 and int(first, 16) >= 0 and first != second
-    assert len(warnings) == 2 and "--token" in warnings[0]
+    assert bool(warnings) != entropy.strong()  # a warning exactly when the source is weak
+
+
+def test_a_weak_entropy_source_is_named_and_warned_about(monkeypatch):
+    # What BITS on a board without EFI_RNG_PROTOCOL or RDRAND has (os.urandom is absent there).
+    import bitsnet
+    fake = types.ModuleType("bitsnet.entropy")
+    fake.random_bytes = lambda n: b"\x5a" * n  # type: ignore[attr-defined]
+    fake.source = lambda: "weak mix: rdtsc, GetTime"  # type: ignore[attr-defined]
+    fake.strong = lambda: False  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bitsnet.entropy", fake)
+    monkeypatch.setattr(bitsnet, "entropy", fake, raising=False)
+    warnings = []
+    assert webrepl.make_token(warn=warnings.append) == "5a" * 16
+    assert len(warnings) == 1 and "weak mix: rdtsc, GetTime" in warnings[0] and "--token" in warnings[0]
+    assert webrepl.make_token(8) == "5a" * 8  # session ids: no warning asked for
+    assert webrepl._token_source() == "weak mix: rdtsc, GetTime (weak: see the warning)"
 
 
 def test_command_line():
@@ -270,6 +282,8 @@ def test_without_the_token_nothing_runs(run, tmpdir):
 
 
 def test_console_semantics_over_http(run):
+    source = run._expect("webrepl: access token from ")  # which entropy source made the token
+    assert source.endswith("(strong)") or "(weak" in source, source
     client = Client(run)
     assert client.execute("x = 6") == ">>> x = 6\n"
     assert client.execute("x * 7") == ">>> x * 7\n42\n"  # one namespace across commands
@@ -286,6 +300,8 @@ def test_console_semantics_over_http(run):
     assert client.push("for i in range(2):") == "more"
     assert client.push("    print('line %d' % i)") == "more"
     assert client.execute("") == ">>> for i in range(2):\n...     print('line %d' % i)\n... \nline 0\nline 1\n"
+    assert client.execute("from __future__ import division") == ">>> from __future__ import division\n"
+    assert client.execute("1 / 2") == ">>> 1 / 2\n0.5\n"  # in force for later commands, as in python
     client.execute("exit()")
     run.finish()
 
