@@ -16,8 +16,10 @@ What it does:
   4. QEMU boots it (tools/qemu_vm.py: q35, TCG, OVMF, virtio disk and NIC, user-mode network)
      inside a new network namespace with only a loopback, so nothing leaves the machine.  The
      guest is 10.0.2.15 (DHCP); 10.0.2.2 is the namespace's loopback, where ``--lab`` starts
-     tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53); ``--hostfwd PORT`` makes a
-     listener on guest port PORT reachable at 127.0.0.1:PORT in the namespace.
+     tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53; its ``/connect/10.0.2.15/PORT``
+     adds a hostfwd for PORT through QEMU's monitor first, so the selftest's connection from the
+     lab reaches the firmware); ``--hostfwd PORT`` makes a listener on guest port PORT reachable
+     at 127.0.0.1:PORT in the namespace.
 
 The wrapper (in BITS): sets ``sys.argv`` to [program] + ARGS, restarts the local APIC timer if
 asked (default: with ``--stock``, since BITS's start-up leaves it stopped on OVMF and nothing
@@ -391,11 +393,32 @@ class DnsServer(object):
         self.sock.close()
 
 
-def start_lab():
-    """tools/lab.py's servers on the namespace's loopback (HTTP on 8080) and DNS on port 53;
-    (stop function, placeholders)."""
+def _lab_handler(monitor):
+    """tools/lab.py's HTTP handler, except that ``GET /connect/10.0.2.15/PORT/TOKEN`` (the selftest's
+    "listening socket reached from lab") first forwards PORT through QEMU's monitor: the guest's
+    address does not exist in the namespace, only slirp's hostfwd reaches a listener in it."""
     import lab
-    running = lab.Lab("127.0.0.1", LAB_HTTP_PORT).start()
+
+    class Handler(lab._HttpHandler):
+        def _connect_back(self, host, port, token):
+            if host == qemu_vm.GUEST_SELF and port.isdigit():
+                try:
+                    monitor.hostfwd_add(int(port))
+                except (OSError, socket.error) as exc:
+                    return self._reply(502, ("QEMU monitor: %s\n" % exc).encode("ascii"))
+                host = "127.0.0.1"
+            return lab._HttpHandler._connect_back(self, host, port, token)
+    return Handler
+
+
+def start_lab(monitor=None):
+    """tools/lab.py's servers on the namespace's loopback (HTTP on 8080) and DNS on port 53;
+    (stop function, placeholders).  ``monitor``: QEMU's, for connections to the guest."""
+    import lab
+    running = lab.Lab("127.0.0.1", LAB_HTTP_PORT)
+    if monitor is not None:
+        running.http.RequestHandlerClass = _lab_handler(monitor)
+    running.start()
     dns = DnsServer()
     ports = {"lab": "%s:%d" % (qemu_vm.GUEST_HOST, running.port), "lab_http": str(running.port),
              "lab_echo": str(running.echo_port), "lab_dns": str(dns.port)}
@@ -440,9 +463,10 @@ def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir):
     """In the namespace: peers up, QEMU booted, console read; a Result."""
     stops = []
     ports = {"host": qemu_vm.GUEST_HOST}
+    monitor = qemu_vm.Monitor(os.path.join(workdir, "monitor.sock"))
     try:
         if lab:
-            stop, lab_ports = start_lab()
+            stop, lab_ports = start_lab(monitor)
             stops.append(stop)
             ports.update(lab_ports)
         if setup is not None:
@@ -450,7 +474,7 @@ def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir):
         tree = os.path.join(workdir, "esp")
         prepare_tree(tree, *_substituted(args, ports))
         make_esp(tree, esp)
-        return _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports)
+        return _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor)
     finally:
         for stop in stops:
             stop()
@@ -464,9 +488,9 @@ def _substituted(args, ports):
     return mode, target, [re.sub(r"\{(\w+)\}", value, arg) for arg in program_args], restore_timer
 
 
-def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports):
+def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor):
     vars_copy = qemu_vm.fresh_vars(workdir)
-    vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, vars_copy, hostfwd), timeout)
+    vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, vars_copy, hostfwd, monitor=monitor.path), timeout)
     console, hooks, threads = [], [], []
     framed, started, status = [], False, None
     try:

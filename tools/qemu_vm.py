@@ -198,19 +198,59 @@ def fresh_vars(directory):
     return path
 
 
-def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra=""):
-    """The QEMU command line; ``hostfwd``: guest TCP ports reached at the same port on 127.0.0.1."""
+def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra="", monitor=None):
+    """The QEMU command line; ``hostfwd``: guest TCP ports reached at the same port on 127.0.0.1;
+    ``monitor``: a Unix socket path for the human monitor (``Monitor``), else none."""
     netdev = "user,id=n0,net=10.0.2.0/24,host=%s,dhcpstart=%s,dns=10.0.2.3" % (GUEST_HOST, GUEST_SELF)
     for port in hostfwd:  # listeners inside the firmware, reached from the namespace's loopback
         netdev += ",hostfwd=tcp:127.0.0.1:%d-:%d" % (port, port)
     netdev += netdev_extra
     return ["qemu-system-x86_64", "-machine", "q35,accel=tcg", "-m", str(memory), "-nodefaults",
-            "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
+            "-display", "none", "-no-reboot", "-serial", "stdio",
+            "-monitor", "unix:%s,server=on,wait=off" % monitor if monitor else "none",
             "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + OVMF_CODE,
             "-drive", "if=pflash,format=raw,unit=1,file=" + vars_copy,
             "-drive", "file=%s,format=raw,if=none,id=disk0" % image,
             "-device", "virtio-blk-pci,drive=disk0,bootindex=1",
             "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,bootindex=2"]
+
+
+class Monitor(object):
+    """QEMU's human monitor on a Unix socket: one connection per command (the chardev serves one
+    client at a time)."""
+
+    PROMPT = b"(qemu) "
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+
+    def command(self, text, timeout=10.0):
+        """Run one monitor command; its output (text)."""
+        with self.lock:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            try:
+                sock.connect(self.path)
+                self._until_prompt(sock)
+                sock.sendall(text.encode("ascii") + b"\n")
+                reply = self._until_prompt(sock)
+            finally:
+                sock.close()
+        return reply.decode("latin-1").replace("\r", "")
+
+    def _until_prompt(self, sock):
+        data = b""
+        while not data.endswith(self.PROMPT):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    def hostfwd_add(self, port):
+        """Guest TCP ``port`` reachable at 127.0.0.1:``port`` from now on (slirp's netdev n0)."""
+        return self.command("hostfwd_add n0 tcp:127.0.0.1:%d-:%d" % (port, port))
 
 
 class Qemu(object):
