@@ -12,7 +12,8 @@ under TCG):
   issue wants bitsnet at least 3 times as fast.  The figures are printed (``pytest -s``) and kept
   in build/bitsrun/figures.txt.
 
-Marker ``realbits`` (tools/check runs these as their own step).  They skip, with the reason, where
+Marker ``realbits`` (tools/check runs these as their own step); the harness's own unit tests at the
+end (framing, argument splitting, image unpacking) have no marker and run everywhere.  They skip, with the reason, where
 QEMU, OVMF, user namespaces or the BITS image (../shared/bits/, beside the repository) are missing,
 or where this tree's bitsnet lacks its BITS fixes (bitsnet.launch, bitsnet.errnos).
 """
@@ -48,7 +49,11 @@ def _why_not():
 
 
 REASON = _why_not()
-pytestmark = [pytest.mark.realbits, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+
+def real(test):
+    """Marker ``realbits`` plus the skip with its reason (the harness's own unit tests below run anywhere)."""
+    return pytest.mark.realbits(pytest.mark.skipif(REASON is not None, reason=REASON or "")(test))
 
 
 # --- host side, in the run's network namespace -------------------------------------------------
@@ -188,6 +193,7 @@ def _section(run, name):
 
 
 # --- the tests -----------------------------------------------------------------------------------
+@real
 def test_selftest_passes_everything(selftest_run):
     text = selftest_run.text
     assert selftest_run.status == 0, text
@@ -196,6 +202,7 @@ def test_selftest_passes_everything(selftest_run):
     assert not [line for line in selftest_run.output if re.search(r"\. FAIL \d", line)], text
 
 
+@real
 def test_urllib2_download_checksum_and_rate(battery_run):
     lines = _section(battery_run, "download")
     assert "download bytes=%d" % DOWNLOAD_BYTES in " ".join(lines)
@@ -203,6 +210,7 @@ def test_urllib2_download_checksum_and_rate(battery_run):
     assert _rate(battery_run[1]["download"]) > 0
 
 
+@real
 def test_basehttpserver_in_firmware_answers_host(battery_run):
     lines = _section(battery_run, "http_server")
     assert "http_server served=3" in lines
@@ -210,6 +218,7 @@ def test_basehttpserver_in_firmware_answers_host(battery_run):
     assert bodies == ["hello from firmware /%d" % i for i in range(3)], battery_run[0].hooks
 
 
+@real
 def test_select_server_serves_several_clients_at_once(battery_run):
     lines = _section(battery_run, "select_server")
     match = [re.match(r"select_server served=(\d+) at_once=(\d+)", line) for line in lines]
@@ -218,33 +227,39 @@ def test_select_server_serves_several_clients_at_once(battery_run):
     assert battery_run[2].get("select") == ["HELLO %d" % i for i in range(3)], battery_run[0].hooks
 
 
+@real
 def test_refused_connect_gives_econnrefused(battery_run):
     lines = _section(battery_run, "refused")
     assert "refused is_ECONNREFUSED=True" in lines
 
 
+@real
 def test_connect_to_silent_peer_times_out(battery_run):
     lines = _section(battery_run, "timeout")
     seconds = [float(m.group(1)) for m in (re.match(r"timeout after=([\d.]+) s", line) for line in lines) if m]
     assert seconds and 1.5 <= seconds[0] <= 10, lines
 
 
+@real
 def test_udp_echo(battery_run):
     lines = _section(battery_run, "udp")
     assert [line for line in lines if line.startswith("udp echoed=True from=10.0.2.2:")], lines
 
 
+@real
 def test_dns_lookup_through_lab_server(battery_run):
     lines = _section(battery_run, "dns")
     assert "dns lab.bitsnet.test=127.0.0.1" in lines
     assert [line for line in lines if line.startswith("dns nowhere.bitsnet.test=gaierror")], lines
 
 
+@real
 def test_stock_bits_socket_download(stock_run):
     lines = _section(stock_run, "download")
     assert "download sha256=ok" in lines
 
 
+@real
 def test_bitsnet_at_least_three_times_bits_own_socket(battery_run, stock_run):
     _section(battery_run, "download")
     _section(stock_run, "download")
@@ -253,3 +268,71 @@ def test_bitsnet_at_least_three_times_bits_own_socket(battery_run, stock_run):
     _keep_figure("urllib2 download of %d MiB over slirp on OVMF (TCG): bitsnet %.3f MB/s, BITS's own _socket "
                  "%.3f MB/s, ratio %.2f" % (DOWNLOAD_BYTES // (1024 * 1024), ours, theirs, ratio))
     assert ratio >= 3.0, "bitsnet %.3f MB/s vs BITS's own %.3f MB/s: %.2fx" % (ours, theirs, ratio)
+
+
+# --- the harness itself, no QEMU ----------------------------------------------------------------
+def test_unframe_joins_pieces_and_reads_the_status():
+    console = ["BITS noise", "|not yet", bitsrun.START, "|short", "+" + "a" * 76, "+" + "b" * 76, "|c",
+               "stray GRUB line", "|", bitsrun.EXIT + "3", "|after"]
+    output, status = bitsrun.unframe(console)
+    assert output == ["short", "a" * 76 + "b" * 76 + "c", ""]
+    assert status == 3
+    assert bitsrun.unframe(["|x", bitsrun.START, "+partial"]) == (["partial"], None)
+
+
+def test_clean_strips_terminal_escapes():
+    assert bitsrun.clean("\x1b[0m\x1b[37m\x1b[40m|hello\x1b[2J\x1b[01;01H") == "|hello"
+
+
+def test_command_line_splits_at_the_program():
+    split = bitsrun._split_argv
+    assert split(["--lab", "-m", "bitsnet.selftest", "--peer", "{lab}"]) == \
+        (["--lab"], ("-m", "bitsnet.selftest"), ["--peer", "{lab}"])
+    assert split(["--timeout", "5", "x.py", "-v"]) == (["--timeout", "5"], ("script", "x.py"), ["-v"])
+    assert split(["--stock", "-c", "print(1)", "a"]) == (["--stock"], ("-c", "print(1)"), ["a"])
+    assert split(["--lab"]) == (["--lab"], None, [])
+
+
+def test_placeholders_are_substituted_only_when_known():
+    mode, target, args, timer = bitsrun._substituted(("script", "x", ["{lab}", "{nope}", "a{host}b"], False),
+                                                     {"lab": "10.0.2.2:8080", "host": "10.0.2.2"})
+    assert args == ["10.0.2.2:8080", "{nope}", "a10.0.2.2b"]
+
+
+def test_wrapper_compiles_and_keeps_lines_short():
+    compile(bitsrun.WRAPPER, "/boot/bitsrun/main.py", "exec")  # BITS compiles it as 2.7; this file runs on both
+    assert max(len(line) for line in bitsrun.WRAPPER.splitlines()) < 120
+
+
+def test_battery_sections_parse():
+    found = sections_of(["== a", "a x=1", "== a PASS (0.1 s)", "== b", "oops", "== b FAIL Error: no (2.0 s)"])
+    assert found == {"a": ("PASS", ["a x=1"]), "b": ("FAIL Error: no", ["oops"])}
+
+
+def test_unpack_accepts_a_tree_and_a_tarball(tmp_path):
+    import tarfile
+    source = tmp_path / "src"
+    (source / "efi" / "boot").mkdir(parents=True)
+    (source / "boot" / "python").mkdir(parents=True)
+    (source / "efi" / "boot" / "bootx64.efi").write_bytes(b"MZ")
+    tree = bitsrun.unpack_image(str(source), str(tmp_path / "t1"))
+    assert os.path.isfile(os.path.join(tree, "efi", "boot", "bootx64.efi"))
+    archive = str(tmp_path / "bits.tar.gz")
+    with tarfile.open(archive, "w:gz") as handle:
+        handle.add(str(source), arcname="bits-2079")  # one folder down: hoisted
+    tree = bitsrun.unpack_image(archive, str(tmp_path / "t2"))
+    assert sorted(os.listdir(tree)) == ["boot", "efi"]
+    with pytest.raises(bitsrun.ImageError):
+        bitsrun.unpack_image(str(source / "boot"), str(tmp_path / "t3"))
+
+
+@pytest.mark.skipif(bool(bitsrun.qemu_vm.missing_packages(["mtools", "dosfstools"])), reason="needs mtools, dosfstools")
+def test_esp_image_round_trips(tmp_path):
+    source = tmp_path / "src"
+    (source / "efi" / "boot").mkdir(parents=True)
+    (source / "boot" / "python").mkdir(parents=True)
+    (source / "boot" / "python" / "x.py").write_text(u"print(1)\n")
+    image = bitsrun.make_esp(str(source), str(tmp_path / "esp.img"))
+    tree = bitsrun.unpack_image(image, str(tmp_path / "back"))
+    with open(os.path.join(tree, "boot", "python", "x.py")) as handle:
+        assert handle.read() == "print(1)\n"
