@@ -407,18 +407,19 @@ def ensure_configured(timeout=None):
 def configure_dns(servers):
     """Use ``servers`` (dotted quads) as the DNS servers and keep the address as it is.
 
-    Under policy Static they go into IP4 Config2's DnsServer. Under Dhcp, IP4 Config2 refuses
-    them (EFI_WRITE_PROTECTED, facts 5.2) and DHCP would replace them anyway, so bitsnet keeps
-    them and reports them instead of DHCP's (``current()``, ``interfaces()``, the resolver) until
-    the next ``configure``. Returns the Ip4Info (None while the NIC has no address yet: DHCP
-    keeps running, this does not wait for it)."""
+    With a static address they go into IP4 Config2's DnsServer. Under Dhcp, IP4 Config2 refuses
+    them (EFI_WRITE_PROTECTED, facts 5.2) and DHCP would replace them anyway, and before any
+    address (EDK2 starts in policy Static with none) the switch to Dhcp would clear them
+    (facts 5.2), so bitsnet keeps them and reports them instead of DHCP's (``current()``,
+    ``interfaces()``, the resolver) until the next ``configure``. Returns the Ip4Info (None
+    while the NIC has no address yet: DHCP keeps running, this does not wait for it)."""
     the_nic = nic.default_nic()
     try:
         array = _address_array(list(servers))
     except ValueError as e:
         raise errors.socket_error(errno.EINVAL, str(e))
     config = the_nic.config2()
-    if _get_policy(config) == efidefs.Ip4Config2PolicyStatic:
+    if _get_policy(config) == efidefs.Ip4Config2PolicyStatic and _info(the_nic) is not None:
         _set(config, efidefs.Ip4Config2DataTypeDnsServer, array, "DnsServer")
         _state.update(dns_nic=None, dns=None)
     else:

@@ -168,3 +168,157 @@ def test_children_are_counted_until_destroyed(net):
     assert the_nic.children() == 1 and net.firmware.ledger()["tcp4_children"] == 1
     assert the_nic.destroy_child(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID, handle) == 0
     assert the_nic.children() == 0
+
+
+# --- bitsnet.interfaces() starts DHCP; configure(dns=...) alone (issue 18 item 4) -----------------
+@pytest.mark.machine(dhcp_delay=1.0)
+def test_interfaces_starts_dhcp_without_waiting_and_a_poller_sees_the_address(net, capsys):
+    import bitsnet
+    start = events.clock()
+    first = bitsnet.interfaces()
+    assert events.clock() - start < 0.5  # did not wait for the lease (1 s)
+    assert first[0]["address"] is None and net.drivers["ip4config2"].dhcp_runs == 1
+    polls = 1
+    while bitsnet.interfaces()[0]["address"] is None:
+        polls += 1
+        assert events.clock() - start < 5
+        events.boot_services().Stall(20000)
+    assert bitsnet.interfaces()[0]["address"] == LEASE
+    assert polls > 1 and net.drivers["ip4config2"].dhcp_runs == 1  # polling did not restart it
+    assert capsys.readouterr().out == ""  # quiet: the program polling prints what it wants
+
+
+def test_a_socket_after_interfaces_waits_for_the_same_dhcp_run(net, capsys):
+    import bitsnet
+    bitsnet.interfaces()
+    assert ipconfig.ensure_configured(timeout=5).address == LEASE
+    assert net.drivers["ip4config2"].dhcp_runs == 1
+    assert capsys.readouterr().out.startswith("bitsnet: DHCP on eth0 ... %s/8 in " % LEASE)
+
+
+def test_interfaces_leaves_an_address_alone(net):
+    import bitsnet
+    ipconfig.ensure_configured(timeout=5)
+    assert bitsnet.interfaces()[0]["address"] == LEASE
+    assert net.drivers["ip4config2"].dhcp_runs == 1
+
+
+@pytest.mark.machine(timer=False)
+def test_interfaces_says_when_dhcp_cannot_finish(net):
+    import bitsnet
+    with pytest.raises(errors.error) as caught:
+        bitsnet.interfaces()
+    assert caught.value.errno == errno.EIO and "firmware timer is stopped" in str(caught.value)
+    assert net.drivers["ip4config2"].dhcp_runs == 0
+
+
+@pytest.mark.machine(dns_servers=["127.0.0.1:5353"])
+def test_configure_dns_alone_keeps_the_dhcp_address(net):
+    import bitsnet
+    from bitsnet import dns
+    ipconfig.ensure_configured(timeout=5)
+    info = bitsnet.configure(dns=["127.0.0.53", "127.0.0.54"])
+    assert info.address == LEASE and info.dns_servers == ["127.0.0.53", "127.0.0.54"]
+    assert ipconfig.current().dns_servers == ["127.0.0.53", "127.0.0.54"]
+    assert bitsnet.interfaces()[0]["dns"] == ["127.0.0.53", "127.0.0.54"]
+    assert dns.servers() == ["127.0.0.53", "127.0.0.54"]
+    assert net.drivers["ip4config2"].dhcp_runs == 1  # the lease is DHCP's still
+
+
+def test_configure_dns_before_the_lease_does_not_wait(net):
+    import bitsnet
+    assert bitsnet.configure(dns=["127.0.0.53"]) is None  # no address yet; nothing started
+    assert ipconfig.ensure_configured(timeout=5).dns_servers == ["127.0.0.53"]
+
+
+@pytest.mark.machine(static=True, address="127.0.0.9/8", dns_servers=["127.0.0.1:5353"])
+def test_configure_dns_alone_under_static_goes_to_the_firmware(net):
+    import bitsnet
+    info = bitsnet.configure(dns=["127.0.0.53"])
+    assert info.address == "127.0.0.9" and info.dns_servers == ["127.0.0.53"]
+    assert ipconfig._get_addresses(nic.default_nic().config2(), efidefs.Ip4Config2DataTypeDnsServer) \
+        == ["127.0.0.53"]
+
+
+def test_configure_needs_an_address_and_netmask_or_dns_alone(net):
+    import bitsnet
+    for args, kwargs in (((), {}), (("127.0.0.7",), {}), ((None, None, "127.0.0.1"), {"dns": ["127.0.0.53"]}),
+                         ((), {"dns": ["300.1.1.1"]})):
+        with pytest.raises(errors.error) as caught:
+            bitsnet.configure(*args, **kwargs)
+        assert caught.value.errno == errno.EINVAL
+
+
+# --- the stopped timer restarted through the local APIC (issue 18 item 5) --------------------------
+class SimulatedApic(object):
+    """An xAPIC whose timer drives the simulated firmware's tick: programming an initial count
+    starts it, as restoring the LAPIC timer does on OVMF in BITS."""
+
+    BASE = 0xFEE00000
+
+    def __init__(self, firmware, running=False):
+        from bitsnet import lapic
+        self.lapic = lapic
+        self.firmware = firmware
+        self.writes = []
+        self.mmio = {self.BASE + lapic.LVT_TIMER: 0x20020 if running else 0x10000,
+                     self.BASE + lapic.DIVIDE_CONFIGURATION: 0xB if running else 0,
+                     self.BASE + lapic.INITIAL_COUNT: 10000000 if running else 0,
+                     self.BASE + lapic.CURRENT_COUNT: 5000 if running else 0}
+
+    def rdmsr(self, msr):
+        assert msr == self.lapic.IA32_APIC_BASE
+        return self.BASE | self.lapic.APIC_BASE_ENABLE
+
+    def readl(self, address):
+        return self.mmio[address]
+
+    def writel(self, address, value):
+        self.writes.append((address - self.BASE, value))
+        self.mmio[address] = value
+        if address == self.BASE + self.lapic.INITIAL_COUNT and value:
+            self.firmware.start_timer()
+
+
+@pytest.mark.machine(timer=False)
+def test_stopped_lapic_timer_is_restarted_once_and_dhcp_goes_on(net, capsys, monkeypatch):
+    from bitsnet import lapic
+    apic = SimulatedApic(net.firmware)
+    monkeypatch.setattr(ipconfig, "_lapic_access", lambda: apic)
+    monkeypatch.setitem(ipconfig._state, "timer_restored", False)
+    assert ipconfig.ensure_configured(timeout=5).address == LEASE
+    assert apic.writes == [(lapic.DIVIDE_CONFIGURATION, 0xB), (lapic.LVT_TIMER, 0x20020),
+                           (lapic.INITIAL_COUNT, 10000000)]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("bitsnet: the firmware timer was stopped (local APIC timer masked); restarted it as OVMF"
+                      " programs it")
+    assert out[1].startswith("bitsnet: DHCP on eth0 ... %s/8 in " % LEASE) and len(out) == 2
+    ipconfig.check_timer()
+    assert len(apic.writes) == 3  # ticking now: nothing more written
+
+
+@pytest.mark.machine(timer=False)
+def test_a_restart_that_does_not_help_says_so(net, capsys, monkeypatch):
+    apic = SimulatedApic(net.firmware)
+    apic.firmware = type("Inert", (), {"start_timer": lambda self: None})()  # the tick is not the LAPIC's
+    monkeypatch.setattr(ipconfig, "_lapic_access", lambda: apic)
+    monkeypatch.setitem(ipconfig._state, "timer_restored", False)
+    with pytest.raises(errors.error) as caught:
+        ipconfig.ensure_configured(timeout=5)
+    assert caught.value.errno == errno.EIO and "did not help" in str(caught.value)
+    assert len(apic.writes) == 3 and net.drivers["ip4config2"].dhcp_runs == 0
+    assert capsys.readouterr().out.count("\n") == 1  # the one line saying it restarted the timer
+
+
+@pytest.mark.machine(timer=False)
+def test_a_running_lapic_timer_is_left_alone(net, monkeypatch):
+    apic = SimulatedApic(net.firmware, running=True)
+    monkeypatch.setattr(ipconfig, "_lapic_access", lambda: apic)
+    monkeypatch.setitem(ipconfig._state, "timer_restored", False)
+    with pytest.raises(errors.error) as caught:
+        ipconfig.check_timer()
+    assert "the local APIC timer runs" in str(caught.value) and apic.writes == []
+
+
+def test_no_lapic_outside_bits():
+    assert ipconfig._lapic_access() is None  # no BITS ``bits`` module on a host
