@@ -628,6 +628,12 @@ def cached_image(source_path):
     return path if os.path.isfile(path) else None
 
 
+def work_ready(source_path, work=None):
+    """Whether a finished work directory for SOURCE exists: a rebuild is incremental (the tests)."""
+    work = work or os.path.join(cache_root(), "bits-work")
+    return os.path.isfile(os.path.join(work, Source(source_path).key(), "state", "stamp.made"))
+
+
 def build(source_path, out=None, tree=None, jobs=2, work=None, use_cache=True, progress=None):
     """Build (or take from the cache) the image of SOURCE with bitsnet; returns the cached image's path."""
     say = progress or Progress()
