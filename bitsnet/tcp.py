@@ -551,7 +551,7 @@ class TcpEndpoint(object):
             _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, host))
         host = canonical
         if not 0 <= int(port) <= 65535:
-            _fail(errno.EINVAL, "port out of range: %r" % (port,))
+            _fail(errno.EINVAL, "port out of range: %d" % int(port))  # BITS quirk: no repr() of a float
         return host, int(port), info
 
     def bind(self, address):

@@ -262,7 +262,7 @@ class UdpEndpoint(object):
         if host is None:
             _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, address[0]))
         if not 0 <= int(port) <= 65535:
-            _fail(errno.EINVAL, "port out of range: %r" % (port,))
+            _fail(errno.EINVAL, "port out of range: %d" % int(port))  # BITS quirk: no repr() of a float
         return host, int(port)
 
     def _is_broadcast(self, host):
