@@ -44,7 +44,7 @@ Python API (tests/test_real_bits.py)::
     import bitsrun
     result = bitsrun.run(script="x.py", args=["--peer", "{lab}"], lab=True, timeout=300,
                          hostfwd=[8000], on_line=hook)
-    result.output   # the program's output lines, unwrapped
+    result.output   # the program's output lines, unwrapped; result.times: when each arrived
     result.status   # exit status (None: no exit line)   result.seconds   result.timed_out
     result.console  # every console line (ANSI escapes removed), BITS's own messages included
     result.hooks    # [(line, value)] for every on_line call that returned something but None
@@ -233,7 +233,9 @@ bitsrun_main()
 
 class Result(object):
     """What one run gave: ``output`` (the program's lines), ``status``, ``seconds`` (the whole
-    QEMU run), ``timed_out``, ``console`` (all lines), ``hooks`` ([(line, value)]), ``ports``."""
+    QEMU run), ``timed_out``, ``console`` (all lines), ``hooks`` ([(line, value)]), ``ports``,
+    ``times`` (when each output line reached the host, seconds since QEMU started: a clock to check
+    the guest's against)."""
 
     def __init__(self, output, status, seconds, timed_out, console, hooks, ports):
         self.output = output
@@ -243,6 +245,7 @@ class Result(object):
         self.console = console
         self.hooks = hooks
         self.ports = ports
+        self.times = []  # type: list
 
     @property
     def text(self):
@@ -491,7 +494,7 @@ def _substituted(args, ports):
 def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor):
     vars_copy = qemu_vm.fresh_vars(workdir)
     vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, vars_copy, hostfwd, monitor=monitor.path), timeout)
-    console, hooks, threads = [], [], []
+    console, hooks, threads, times = [], [], [], []
     framed, started, status = [], False, None
     try:
         for raw in vm.lines():
@@ -510,6 +513,7 @@ def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor):
                     break
             framed.append(line)
             if line.startswith("|"):
+                times.append(vm.seconds())
                 complete = unframe([START] + _last_line(framed))[0]
                 text = complete[-1] if complete else ""
                 if echo == "output":
@@ -523,7 +527,9 @@ def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor):
         for thread in threads:
             thread.join(30)
     output, _ = unframe([START] + framed)
-    return Result(output, status, vm.seconds(), vm.timed_out and status is None, console, hooks, ports)
+    result = Result(output, status, vm.seconds(), vm.timed_out and status is None, console, hooks, ports)
+    result.times = (times + [result.seconds] * len(output))[:len(output)]
+    return result
 
 
 def _last_line(framed):

@@ -43,6 +43,8 @@ def section_download(opts):
     # The address first (DHCP, the timer restart), so that the rate is the transfer's alone.
     urlopen("http://%s/bytes/1" % opts["lab"], timeout=60).read()
     url = "http://%s/bytes/%d" % (opts["lab"], size)
+    print("download start")  # the host timestamps this line and the next: a clock check
+    sys.stdout.flush()
     start = time.time()
     response = urlopen(url, timeout=60)
     digest = hashlib.sha256()
