@@ -1,6 +1,6 @@
 """Run a Python program inside real BITS on OVMF under QEMU and get its console output and exit status.
 
-    python3 tools/bitsrun.py [--image PATH] [--stock] [--lab] [--timeout S] [--hostfwd PORT ...]
+    python3 tools/bitsrun.py [--image PATH] [--stock | --as-is] [--lab] [--timeout S] [--hostfwd PORT ...]
                              [--restore-timer | --no-restore-timer] [--keep DIR] [-v]
                              (SCRIPT | -m MODULE | -c CODE) [ARGS ...]
 
@@ -10,7 +10,8 @@ What it does:
      build at ../shared/bits/bits-2079-x86_64-efi.tar.xz (beside the repository).  It is unpacked
      into a work directory, never changed in place;
   2. bitsnet goes into that copy with tools/bits_install.py (``--stock``: not; BITS's own
-     ``_socket`` and ``select`` stay);
+     ``_socket`` and ``select`` stay; ``--as-is``: not either, for an image that has bitsnet
+     built in already, tools/bits_build.py);
   3. ``/boot/grub/grub.cfg`` becomes: ``source /boot/cfg/init.cfg`` (BITS's own start-up),
      ``py 'execfile("/boot/bitsrun/main.py")'`` (the wrapper below), ``halt`` (QEMU exits);
   4. QEMU boots it (tools/qemu_vm.py: q35, TCG, OVMF, virtio disk and NIC, user-mode network)
@@ -556,12 +557,14 @@ def _call_hook(on_line, text, hooks):
 
 def run(script=None, module=None, code=None, args=(), image=None, stock=False, lab=False,
         timeout=DEFAULT_TIMEOUT, hostfwd=(), on_line=None, setup=None, restore_timer=None,
-        keep=None, echo=None, install=False):
+        keep=None, echo=None, install=False, as_is=False):
     """Boot BITS with the program and return its Result (see the module docstring).
 
     Exactly one of ``script`` (a host path), ``module``, ``code``.  ``restore_timer``: None means
-    "with ``stock``".  ``keep``: a directory for the ESP tree, disk image and NV store (else a
-    temporary one under build/bitsrun, removed).  ``echo``: None, "output" or "console" (print
+    "with ``stock``".  ``as_is``: boot the image's own Python files unchanged (an image built with
+    bitsnet inside, tools/bits_build.py) -- no install, and the timer left to the image.
+    ``keep``: a directory for the ESP tree, disk image and NV store (else a temporary one under
+    build/bitsrun, removed).  ``echo``: None, "output" or "console" (print
     as it arrives).  ``install``: apt-get missing Debian packages (as root).
     """
     chosen = [(m, t) for m, t in (("script", script), ("module", module), ("code", code)) if t is not None]
@@ -583,7 +586,7 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
         if os.path.exists(tree):
             shutil.rmtree(tree)
         unpack_image(os.path.abspath(image or DEFAULT_IMAGE), tree)
-        if not stock:
+        if not (stock or as_is):
             install_bitsnet(tree)
         esp = os.path.join(workdir, "esp.img")
         return qemu_vm.in_new_namespace(_boot, esp, timeout, list(hostfwd), on_line, setup, lab,
@@ -636,7 +639,9 @@ def main(argv=None):
                                      "[ARGS ...]", description=__doc__.split("\n")[0])
     parser.add_argument("--image", help="BITS ESP: .img, unpacked tree or tarball (default: %s)"
                         % os.path.relpath(DEFAULT_IMAGE))
-    parser.add_argument("--stock", action="store_true", help="leave bitsnet out: BITS's own _socket")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--stock", action="store_true", help="leave bitsnet out: BITS's own _socket")
+    what.add_argument("--as-is", action="store_true", help="the image's Python files unchanged (bitsnet built in)")
     parser.add_argument("--lab", action="store_true", help="run tools/lab.py at 10.0.2.2:8080 and DNS at 10.0.2.2:53")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds for the whole run")
     parser.add_argument("--hostfwd", type=int, action="append", default=[], metavar="PORT",
@@ -655,7 +660,7 @@ def main(argv=None):
     spec = {"script": dict(script=target), "-m": dict(module=target), "-c": dict(code=target)}[kind]
     try:
         result = run(args=program_args, image=args.image, stock=args.stock, lab=args.lab, timeout=args.timeout,
-                     hostfwd=args.hostfwd, restore_timer=args.restore_timer, keep=args.keep,
+                     hostfwd=args.hostfwd, restore_timer=args.restore_timer, keep=args.keep, as_is=args.as_is,
                      echo="console" if args.verbose else "output", install=not args.no_install, **spec)
     except ImageError as exc:
         print("bitsrun: %s" % exc, file=sys.stderr)
