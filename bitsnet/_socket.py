@@ -453,7 +453,8 @@ def _text(host):
     if isinstance(host, (bytes, bytearray)):
         return bytes(host).decode("ascii")
     if _sys.version_info[0] < 3 and isinstance(host, unicode):  # noqa: F821
-        return host.encode("idna")
+        from bitsnet import dns
+        return dns.to_ascii(host)  # BITS quirk: no "idna" codec there (dns.to_ascii)
     raise TypeError("str, bytes or bytearray expected, not %s" % type(host).__name__)
 
 

@@ -292,10 +292,36 @@ def reverse(address):
     return result
 
 
-def _check_name(name):
-    if not isinstance(name, str):
+def to_ascii(name):
+    """A host name in text (unicode on 2.7, str on 3) -> its ASCII form as a native str, as
+    CPython's socket functions encode it with the "idna" codec; ASCII names are just that.
+
+    BITS quirk: BITS has no "idna" codec -- encodings.idna needs stringprep, which lib.zip lacks
+    (docs/bits-environment.md) -- and ``u"x".encode("idna")`` raises LookupError there. Where
+    the codec is missing, each non-ASCII label becomes "xn--" + its punycode (BITS has that
+    codec), lower-cased instead of the full nameprep mapping: right for names already in the
+    normal form a browser or DNS zone file uses. UnicodeError if a label cannot be encoded."""
+    try:
+        ascii_name = name.encode("ascii")
+    except UnicodeError:
         try:
-            name = name.encode("ascii") if str is bytes else name.decode("ascii")  # unicode (2.7) / bytes (3)
+            ascii_name = name.encode("idna")
+        except LookupError:
+            labels = []
+            for label in name.replace(u"\u3002", u".").split(u"."):
+                try:
+                    labels.append(label.encode("ascii"))
+                except UnicodeError:
+                    labels.append(b"xn--" + label.lower().encode("punycode"))
+            ascii_name = b".".join(labels)
+    return ascii_name if str is bytes else ascii_name.decode("ascii")
+
+
+def _check_name(name):
+    if not isinstance(name, str) or str is not bytes:
+        try:
+            # unicode (2.7) / str (3): IDNA as CPython does; bytes (3): ASCII only
+            name = to_ascii(name) if isinstance(name, type(u"")) else name.decode("ascii")
         except (AttributeError, UnicodeError):
             raise gaierror(EAI_NONAME)
     name = name.rstrip(".")

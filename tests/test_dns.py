@@ -334,3 +334,27 @@ def test_resolve_then_connect_by_name(net, peer):
         ep.connect_start((dns.resolve("labserver.example"), echo.port))
         assert wait(lambda: not ep.connecting, ep) and ep.connected
         ep.close()
+
+
+class _NoIdnaText(type(u"")):
+    """Text whose "idna" codec is missing, as in BITS (no stringprep for encodings.idna)."""
+
+    def encode(self, encoding="ascii", errors="strict"):
+        if encoding == "idna":
+            raise LookupError("unknown encoding: idna")
+        return type(u"")(self).encode(encoding, errors)
+
+
+@pytest.mark.parametrize("name", [u"labserver.example", u"b\u00fccher.example", u"\u4f8b\u3002\u30c6\u30b9\u30c8",
+                                  u"M\u00dcNCHEN.example"])
+def test_host_names_are_encoded_without_the_idna_codec(name):
+    # As with the codec (nameprep lower-cases): "xn--" + punycode for each non-ASCII label.
+    expected = str(name.lower().encode("idna").decode("ascii"))
+    assert dns.to_ascii(_NoIdnaText(name)) == expected
+    assert dns.to_ascii(name).lower() == expected
+
+
+def test_text_host_names_resolve_without_the_idna_codec():
+    from bitsnet import _socket
+    assert _socket.gethostbyname(_NoIdnaText(u"localhost")) == "127.0.0.1"
+    assert _socket.gethostbyname(u"localhost") == "127.0.0.1"
