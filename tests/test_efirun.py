@@ -15,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 BOOT_PYTHON = os.path.join(ROOT, "tools", "efisim", "boot_python")
+MODEL_ENV = "BITSNET_SIM_PYTHON"  # "bits": BITS's Python for the program (tools/efisim/bitsenv.py)
 RUN_TIMEOUT = 60.0
 
 # Brings DHCP up with raw Ip4Config2 calls (tests/scripts/raw_http_get.py's helpers), waits
@@ -62,7 +63,8 @@ def test_help_lists_every_option():
     assert status == 0
     for option in ("--address", "--gateway", "--static", "--dhcp-delay", "--no-dhcp", "--dns-server",
                    "--no-dns4", "--firmware", "--seed", "--nic-disconnected", "--timer-stopped", "--faults",
-                   "--no-install", "--no-trampoline", "--ledger", "--lab", "-m MODULE", "-c CODE", "SCRIPT"):
+                   "--no-install", "--no-trampoline", "--ledger", "--lab", "--host-stdlib", "-m MODULE", "-c CODE",
+                   "SCRIPT"):
         assert option in out, option
     assert "sys.platform" in out  # documents that it is not faked
 
@@ -98,7 +100,7 @@ def test_script_mode_main_argv_and_path(tmpdir):
         print(os.path.dirname(os.path.abspath(efi.__file__)))
         print(sys.platform)
     """))
-    status, out, err = run_efirun(["--no-trampoline", str(script), "x", "-c", "y"])
+    status, out, err = run_efirun(["--no-trampoline", "--host-stdlib", str(script), "x", "-c", "y"])
     assert status == 0, err
     lines = out.splitlines()
     assert lines[0] == "__main__"
@@ -107,6 +109,12 @@ def test_script_mode_main_argv_and_path(tmpdir):
     assert lines[3] == str(tmpdir)  # then the script's directory, as Python sets it
     assert lines[4] == BOOT_PYTHON  # `import efi` is the stand-in
     assert lines[5] == sys.platform  # not faked
+    # BITS's Python (the default): no script directory on sys.path (docs/bits-environment.md section 8.1)
+    status, out, err = run_efirun(["--no-trampoline", str(script), "x", "-c", "y"], env={MODEL_ENV: "bits"})
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[:3] == ["__main__", repr([str(script), "x", "-c", "y"]), BOOT_PYTHON]
+    assert lines[3] == ROOT and lines[4:] == [BOOT_PYTHON, sys.platform]
 
 
 def test_m_mode_runs_a_module_as_main(tmpdir):
@@ -204,14 +212,15 @@ def test_nic_disconnected_requires_connect_controller():
 
 
 def test_options_reach_the_machine_config():
-    # Inspection only: the program peeks at the simulator to see what efirun configured.
+    # Inspection only: the program peeks at the simulator to see what efirun configured (which
+    # BITS's Python would refuse: efisim is not a BITS module; so --host-stdlib).
     code = textwrap.dedent("""
         from efisim import machine
         m = machine.current()
         c = m.config
         print(c.firmware, c.seed, c.dns4, sorted(m.nic.dns_ports.items()), m.faults.rx_piece)
     """)
-    status, out, err = run_efirun(["--firmware", "edk2-2015", "--seed", "42", "--no-dns4",
+    status, out, err = run_efirun(["--host-stdlib", "--firmware", "edk2-2015", "--seed", "42", "--no-dns4",
                                    "--dns-server", "127.0.0.1:5353", "--dns-server", "127.0.0.3:53",
                                    "--faults", "rx_piece=100", "-c", code])
     assert status == 0, err
@@ -222,13 +231,14 @@ def test_option_value_forms():
     # "--opt=value" and argparse's abbreviations must not make the splitter take a value for SCRIPT.
     code = "from efisim import machine; print(machine.current().nic.ip4.address)"
     for args in (["--address=127.0.0.4/8"], ["--addr", "127.0.0.4/8"], ["--address", "127.0.0.4/8"]):
-        status, out, err = run_efirun(args + ["--static", "-c", code])
+        status, out, err = run_efirun(args + ["--static", "--host-stdlib", "-c", code])
         assert (status, out.strip()) == (0, "127.0.0.4"), (args, err)
 
 
 # ----------------------------------------------------------------------------- --lab
 # Runs in the simulated machine: fetches /lab.json from BITSNET_LAB through bitsnet (so DHCP,
 # TCP connect, send, receive and FIN work against the lab) and records what it saw in argv[1].
+# It peeks at the simulator and writes JSON, so it runs on the host's Python (--host-stdlib).
 LAB_PROBE = textwrap.dedent("""
     import json, os, socket, sys
     from efisim import machine
@@ -258,7 +268,7 @@ LAB_STOP_CHECK = textwrap.dedent("""
     tools, code, seen_file = sys.argv[1:4]  # main() sets sys.argv for the program, as Python does
     sys.path.insert(0, tools)
     import efirun
-    status = efirun.main(["--lab", "-c", code, seen_file])
+    status = efirun.main(["--lab", "--host-stdlib", "-c", code, seen_file])
     seen = json.load(open(seen_file))
     host, port = seen["lab"].split(":")
     probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -275,7 +285,8 @@ LAB_STOP_CHECK = textwrap.dedent("""
 
 def test_lab_serves_the_machine_and_dhcp_hands_out_its_dns(tmpdir):
     seen_file = str(tmpdir.join("seen.json"))
-    status, out, err = run_efirun(["--lab", "--dns-server", "127.0.0.3:5353", "-c", LAB_PROBE, seen_file])
+    status, out, err = run_efirun(["--lab", "--host-stdlib", "--dns-server", "127.0.0.3:5353", "-c", LAB_PROBE,
+                                   seen_file])
     assert status == 0, err
     line = [x for x in err.splitlines() if x.startswith("efirun: lab on ")]
     assert line, err

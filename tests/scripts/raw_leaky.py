@@ -9,9 +9,24 @@ never closes its events -- what a careless script leaves in the firmware. Run un
 
 from __future__ import print_function
 
+import os
 import sys
+import types
 
-import raw_http_get  # the script's own directory is first on sys.path, as Python sets it
+
+def load_sibling(name):
+    """The module ``name`` from this script's directory. BITS puts no script directory on
+    sys.path, so ``import raw_http_get`` would fail there: run its source as execfile would."""
+    path = os.path.join(os.path.dirname(__file__), name + ".py")
+    module = types.ModuleType(name)
+    module.__file__ = path
+    with open(path) as f:
+        source = f.read()
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+raw_http_get = load_sibling("raw_http_get")
 
 if __name__ == "__main__":
     sys.exit(raw_http_get.main(sys.argv, teardown=False))

@@ -75,7 +75,8 @@ REPLACED = ("os", "posix", "time", "errno", "random", "signal", "tempfile", "thr
 # structures ctypes') or which only read files for tracebacks.
 NO_COPY = ("uuid", "ctypes", "encodings", "codecs", "sys", "__builtin__", "exceptions", "types", "abc",
            "_weakrefset", "weakref", "warnings", "copy_reg", "linecache", "traceback", "posixpath",
-           "genericpath", "stat", "__future__", "struct", "collections", "functools", "_abcoll")
+           "genericpath", "stat", "__future__", "struct", "collections", "functools", "_abcoll",
+           "socket", "select", "_socket")  # bitsnet.install() rebuilds socket users from sys.modules
 SOCKET_FAMILY = ("_socket", "select", "socket", "selectors")
 
 # Python 2 names (BITS's) -> the Python 3 modules that took their place. Names missing here keep
@@ -152,6 +153,14 @@ class Tee(object):
         self._stream = stream
 
     def write(self, data):
+        if not PY2 and isinstance(data, (bytes, bytearray)):
+            # BITS's Tee takes byte strings (Python 2's str); on 3.x they go to the real buffer.
+            buffer = getattr(self._stream, "buffer", None)
+            if buffer is not None:
+                self._stream.flush()
+                buffer.write(data)
+                return
+            data = bytes(data).decode("latin-1")
         self._stream.write(data)
 
     def flush(self):
