@@ -17,7 +17,8 @@ What it does:
   4. QEMU boots it (tools/qemu_vm.py: q35, TCG, OVMF, virtio disk and NIC, user-mode network)
      inside a new network namespace with only a loopback, so nothing leaves the machine.  The
      guest is 10.0.2.15 (DHCP); 10.0.2.2 is the namespace's loopback, where ``--lab`` starts
-     tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53; its ``/connect/10.0.2.15/PORT``
+     tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53, which is also where slirp's
+     DNS proxy 10.0.2.3 -- the server DHCP hands out -- forwards to; its ``/connect/10.0.2.15/PORT``
      adds a hostfwd for PORT through QEMU's monitor first, so the selftest's connection from the
      lab reaches the firmware); ``--hostfwd PORT`` makes a listener on guest port PORT reachable
      at 127.0.0.1:PORT in the namespace.
@@ -79,6 +80,7 @@ import qemu_vm  # noqa: E402
 DEFAULT_IMAGE = os.path.join(os.path.dirname(ROOT), "shared", "bits", "bits-2079-x86_64-efi.tar.xz")
 PACKAGES = ["qemu-system-x86", "ovmf", "ipxe-qemu", "mtools", "dosfstools"]
 BUILD = os.path.join(ROOT, "build", "bitsrun")
+GUEST_HOST6 = "fec0::2"  # slirp's default IPv6 host alias: the namespace's ::1 as the guest sees it
 LAB_HTTP_PORT = 8080  # fixed: the namespace is ours, nothing else listens there
 DNS_PORT = 53
 ESP_MIB = 64  # FAT32 needs at least ~33 MiB
@@ -422,6 +424,8 @@ def start_lab(monitor=None):
     running = lab.Lab("127.0.0.1", LAB_HTTP_PORT)
     if monitor is not None:
         running.http.RequestHandlerClass = _lab_handler(monitor)
+    if running.echo6 is not None:
+        running.host6 = GUEST_HOST6  # what lab.json tells the guest: slirp's IPv6 alias of the loopback
     running.start()
     dns = DnsServer()
     ports = {"lab": "%s:%d" % (qemu_vm.GUEST_HOST, running.port), "lab_http": str(running.port),
@@ -473,6 +477,7 @@ def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir):
             stop, lab_ports = start_lab(monitor)
             stops.append(stop)
             ports.update(lab_ports)
+            qemu_vm.use_resolver("127.0.0.1", workdir)  # the DNS server DHCP hands out is the lab's
         if setup is not None:
             ports.update(setup() or {})
         tree = os.path.join(workdir, "esp")

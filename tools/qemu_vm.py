@@ -8,7 +8,8 @@ Namespace   A tool's QEMU and its host peers run in a new user+network namespace
             a loopback device, so no packet can leave the machine: ``enter_namespace`` re-runs a
             script under ``unshare -rn``; ``in_new_namespace(function)`` runs a function in a
             forked child that entered one itself (for a Python API whose caller stays outside);
-            ``loopback_up()`` brings ``lo`` up in either.
+            ``loopback_up()`` brings ``lo`` up in either; ``use_resolver`` (forked child only)
+            points the namespace's /etc/resolv.conf, which slirp's DNS proxy reads, at a peer.
 QEMU        ``qemu_command(...)``: q35 with TCG (KVM does not work for OVMF here), OVMF code
             read-only as pflash unit 0 and a private copy of the NV store as unit 1 (``fresh_vars``),
             the disk on virtio-blk with bootindex 1, virtio-net with bootindex 2 (without one OVMF
@@ -41,6 +42,7 @@ PACKAGE_FILES = {
     "dosfstools": "/sbin/mkfs.fat",
 }
 NETNS_ENV = "QEMU_VM_NETNS"  # set to "1" in a process that runs inside the namespace
+MOUNTNS_ENV = "QEMU_VM_MOUNTNS"  # "1": and in a mount namespace of its own (in_new_namespace)
 GUEST_HOST = "10.0.2.2"  # the namespace's loopback as the guest sees it (slirp's host alias)
 GUEST_SELF = "10.0.2.15"  # the address slirp's DHCP gives the guest
 _clock = getattr(time, "monotonic", time.time)
@@ -121,17 +123,22 @@ def enter_namespace(script, argv, tool="qemu_vm"):
     return subprocess.call(command, env=env)
 
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
 
 
 def _unshare_here():
-    """This (single-threaded, freshly forked) process into a new user+network namespace, mapped
-    to root inside as ``unshare -r`` does, with the loopback up."""
+    """This (single-threaded, freshly forked) process into a new user+network+mount namespace,
+    mapped to root inside as ``unshare -r`` does, with the loopback up.  The mount namespace is
+    for ``use_resolver``; its mounts are private, nothing reaches the machine's."""
     uid, gid = os.geteuid(), os.getegid()
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER | CLONE_NEWNET) failed")
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS) failed")
     for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", "0 %d 1" % uid),
                        ("/proc/self/gid_map", "0 %d 1" % gid)):
         try:
@@ -141,7 +148,27 @@ def _unshare_here():
             if path != "/proc/self/setgroups":  # absent on old kernels
                 raise
     os.environ[NETNS_ENV] = "1"
+    os.environ[MOUNTNS_ENV] = "1"
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "making the new mount namespace private failed")
     loopback_up()
+
+
+def use_resolver(address, directory):
+    """Point /etc/resolv.conf at ``address`` for this namespace (a bind mount in its own mount
+    namespace): slirp's DNS proxy (the guest's 10.0.2.3, what DHCP hands out) forwards to the
+    first nameserver there, which the machine's file names outside the namespace.  False where
+    this process has no mount namespace of its own (``enter_namespace``'s ``unshare -rn``)."""
+    if os.environ.get(MOUNTNS_ENV) != "1" or not os.path.exists("/etc/resolv.conf"):
+        return False
+    path = os.path.join(directory, "resolv.conf")
+    with open(path, "w") as handle:
+        handle.write("nameserver %s\n" % address)
+    libc = ctypes.CDLL(None, use_errno=True)
+    target = os.path.realpath("/etc/resolv.conf")
+    if libc.mount(path.encode(), target.encode(), None, MS_BIND, None) != 0:
+        raise OSError(ctypes.get_errno(), "bind-mounting %s on %s failed" % (path, target))
+    return True
 
 
 def in_new_namespace(function, *args, **kwargs):
