@@ -1,13 +1,15 @@
 """Soak (issue 7 item 7): hundreds of connections churning through ONE select loop under the
 ``mixed`` fault plan, ending with every invariant intact.
 
-Server and clients both run in the firmware's interpreter (this one), on bitsnet sockets: a
-listening socket accepts and echoes, while up to ``CONCURRENT`` client connections at a time
-connect (non-blocking, ``connect_ex``), send a payload of a seeded random size, read the echo
-back, check it byte for byte and close; a new client starts as soon as one finishes, until
-``CONNECTIONS`` were made (or, for the long version, until ``BITSNET_SOAK_SECONDS`` passed).
-Every socket is in the same ``select.select`` call. Both ends of every connection are
-therefore bitsnet endpoints (two EFI TCP4 children, talking through the host's loopback).
+The firmware's side is one ``select.select`` loop over bitsnet sockets, playing both roles: a
+listening socket accepts and echoes the connections of host clients, while up to
+``CONCURRENT / 2`` bitsnet client connections at a time connect (non-blocking, ``connect_ex``)
+to a host echo peer, send a payload of a seeded random size, read the echo back, check it byte
+for byte and close; a new client starts as soon as one finishes. The host clients
+(``CONCURRENT / 2`` threads) do the same against the bitsnet listener. Half of ``CONNECTIONS``
+go each way (or, for the long version, both go on until ``BITSNET_SOAK_SECONDS`` passed). The
+peers of the firmware's connections are on the host: EDK2 has no loopback, so two bitsnet
+endpoints of one machine cannot talk to each other (the simulator refuses it as EDK2 does).
 
 At the end conftest checks the invariants (no child, event, pool, token left; no lost
 completion; no exception in a callback). The test prints its figures: connections, bytes,
@@ -20,11 +22,13 @@ from __future__ import print_function
 import errno
 import os
 import random
+import threading
 import time
 
 import pytest
 
 import conftest
+import peers
 from bitsnet import _socket as bs
 from bitsnet import events
 from bitsnet import select as bs_select
@@ -36,12 +40,58 @@ net = test_socket_api.net
 SOAK_SECONDS = float(os.environ.get("BITSNET_SOAK_SECONDS", "0"))  # 0: the CI version
 # Connections the CI version makes; fewer under the gc torture (-m torture), where every call is slower.
 CONNECTIONS = 40 if os.environ.get("BITSNET_GC_TORTURE") else 400
-CONCURRENT = 40  # client connections open at once
+CONCURRENT = 40  # client connections open at once: half from the firmware, half from the host
 MAX_PAYLOAD = 6000  # bytes a client sends (and gets back), drawn per connection
 STALL = 20.0  # seconds with no progress at all before the test fails
 BUDGET = 120.0 + SOAK_SECONDS  # seconds the whole soak may take
 STATION = conftest.STATION  # the simulated machine's address
 AGAIN = (errno.EAGAIN, errno.EWOULDBLOCK)
+
+
+class HostClients(object):
+    """``workers`` host threads, each connecting to the firmware's listener one connection after
+    another: send a seeded random payload, read the echo back, check it, close."""
+
+    def __init__(self, address, workers, keep_going, seed):
+        self.address = address
+        self.keep_going = keep_going  # called with the number of connections started so far
+        self.lock = threading.Lock()
+        self.started = self.finished = 0
+        self.errors = []  # type: list
+        self.threads = [threading.Thread(target=self._work, args=(seed + i,)) for i in range(workers)]
+        for thread in self.threads:
+            thread.daemon = True
+            thread.start()
+
+    def done(self):
+        return not any(thread.is_alive() for thread in self.threads)
+
+    def _work(self, seed):
+        rng = random.Random(seed)
+        while True:
+            with self.lock:
+                if self.errors or not self.keep_going(self.started):
+                    return
+                self.started += 1
+            payload = bytes(bytearray(rng.getrandbits(8) for _ in range(rng.randint(1, MAX_PAYLOAD))))
+            try:
+                conn = peers.socket.create_connection(self.address, timeout=STALL)
+                try:
+                    conn.sendall(payload)
+                    got = bytearray()
+                    while len(got) < len(payload):
+                        data = conn.recv(65536)
+                        assert data, "the firmware closed a host client early (%d of %d)" % (len(got), len(payload))
+                        got += data
+                    assert bytes(got) == payload, "echo differs"
+                finally:
+                    conn.close()
+            except Exception as exc:  # reported by the test
+                with self.lock:
+                    self.errors.append(repr(exc))
+                return
+            with self.lock:
+                self.finished += 1
 
 
 class Conn(object):
@@ -67,6 +117,7 @@ def test_soak_connections_churn_through_one_select_loop_under_mixed(net):
     listener.listen(64)
     listener.setblocking(False)
     address = listener.getsockname()
+    echo = peers.EchoPeer().__enter__()
     conns = {}  # socket -> Conn
     figures = {"started": 0, "finished": 0, "accepted": 0, "bytes": 0, "max_open": 0}
     last_progress = [time.time()]
@@ -74,15 +125,17 @@ def test_soak_connections_churn_through_one_select_loop_under_mixed(net):
     def progress():
         last_progress[0] = time.time()
 
-    def keep_going():
+    def keep_going(started):
         if SOAK_SECONDS:
             return time.time() - start < SOAK_SECONDS
-        return figures["started"] < CONNECTIONS
+        return started < CONNECTIONS // 2
+
+    host_clients = HostClients(address, CONCURRENT // 2, keep_going, 17)
 
     def start_client():
         s = bs.socket(bs.AF_INET, bs.SOCK_STREAM)
         s.setblocking(False)
-        err = s.connect_ex(address)
+        err = s.connect_ex((peers.HOST, echo.port))
         assert err in (0, errno.EINPROGRESS, errno.EWOULDBLOCK), err
         size = rng.randint(1, MAX_PAYLOAD)
         payload = bytes(bytearray(rng.getrandbits(8) for _ in range(size)))
@@ -96,11 +149,12 @@ def test_soak_connections_churn_through_one_select_loop_under_mixed(net):
     try:
         while True:
             clients = sum(1 for c in conns.values() if c.role != "server")
-            while clients < CONCURRENT and keep_going():
+            while clients < CONCURRENT // 2 and keep_going(figures["started"]):
                 start_client()
                 clients += 1
-            if not clients and not conns:
+            if not clients and not conns and host_clients.done():
                 break
+            assert not host_clients.errors, host_clients.errors
             figures["max_open"] = max(figures["max_open"], len(conns) + 1)
             assert time.time() - last_progress[0] < STALL, "no progress for %.0f s: %r" % (
                 STALL, sorted((c.role, len(c.out), len(c.got), len(c.payload)) for c in conns.values()))
@@ -165,15 +219,19 @@ def test_soak_connections_churn_through_one_select_loop_under_mixed(net):
         listener.close()
         for conn in list(conns.values()):
             conn.sock.close()
+        echo.__exit__(None, None, None)
     # Drive the background closes to their end before the invariants are checked.
     from bitsnet import tcp
     events.wait_until(lambda: not tcp._live, events.clock() + 10.0, poll=tcp._poll_any)
     elapsed = time.time() - start
-    assert figures["finished"] == figures["started"] == figures["accepted"], figures
-    assert figures["finished"] >= (CONNECTIONS if not SOAK_SECONDS else 1)
+    assert not host_clients.errors, host_clients.errors
+    assert figures["finished"] == figures["started"], figures
+    assert host_clients.finished == host_clients.started == figures["accepted"], (host_clients.started, figures)
+    assert figures["finished"] + host_clients.finished >= (CONNECTIONS if not SOAK_SECONDS else 2)
     injected = net.faults.injected
     assert injected.get("burst") and injected.get("reorder") and injected.get("tx_fail"), injected
-    print("soak: %d connections (%d open at most), %d bytes, %.1f s; injected %s; events %s" % (
-        figures["finished"], figures["max_open"], figures["bytes"], elapsed,
+    print("soak: %d connections (%d from the host; %d open at most), %d bytes, %.1f s; injected %s; events %s" % (
+        figures["finished"] + host_clients.finished, host_clients.finished, figures["max_open"], figures["bytes"],
+        elapsed,
         " ".join("%s=%d" % item for item in sorted(injected.items())),
         " ".join("%s=%d" % (k, v - stats_before.get(k, 0)) for k, v in sorted(events.stats.items()))))
