@@ -297,7 +297,7 @@ def to_ascii(name):
     CPython's socket functions encode it with the "idna" codec; ASCII names are just that.
 
     BITS quirk: BITS has no "idna" codec -- encodings.idna needs stringprep, which lib.zip lacks
-    (docs/bits-environment.md) -- and ``u"x".encode("idna")`` raises LookupError there. Where
+    (docs/bits-environment.md section 2) -- and ``u"x".encode("idna")`` raises LookupError there. Where
     the codec is missing, each non-ASCII label becomes "xn--" + its punycode (BITS has that
     codec), lower-cased instead of the full nameprep mapping: right for names already in the
     normal form a browser or DNS zone file uses. UnicodeError if a label cannot be encoded."""

@@ -27,7 +27,7 @@ import errno
 import os
 
 # (name, Linux value, glibc's message). One tuple of constants: folded at compile time, so a
-# long table cannot trip BITS's peephole assertion (docs/bits-environment.md).
+# long table cannot trip BITS's peephole assertion (docs/bits-environment.md section 9).
 TABLE = (
     ("EPERM", 1, "Operation not permitted"),
     ("ENOENT", 2, "No such file or directory"),

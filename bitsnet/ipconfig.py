@@ -244,7 +244,7 @@ def _stall():
 def _seconds(value):
     # type: (float) -> str
     """'30', '0.5', '2.25': a duration for a message. BITS quirk: never %g or repr() for a float
-    (GRUB's printf, docs/bits-environment.md)."""
+    (GRUB's printf, docs/bits-environment.md section 10)."""
     text = "%.3f" % value
     return text.rstrip("0").rstrip(".") if "." in text else text
 
@@ -294,7 +294,7 @@ def _restore_lapic_timer():
     "done" (restored once already) or "absent" (no LAPIC access: not BITS).
 
     BITS quirk: its SMP start-up leaves the local APIC timer stopped, and OVMF's UEFI tick comes
-    from it (docs/bits-environment.md; bitsnet/lapic.py). Restarting it is safe only there, so
+    from it (docs/bits-environment.md section 7; bitsnet/lapic.py). Restarting it is safe only there, so
     only when the timer is found stopped: a running LAPIC timer is left alone.
     """
     if _state["timer_restored"]:

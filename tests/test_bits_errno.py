@@ -144,3 +144,50 @@ def test_bitsnet_imports_and_raises_named_errors_under_bits_errno():
     out = subprocess.check_output([sys.executable, "-c", code], env=env, cwd=ROOT)
     assert out.decode().strip() == ("EAGAIN [Errno %d] Resource temporarily unavailable (EFI_NOT_READY in recv)"
                                     % dict(errnos.complete(bits_errno()))["EAGAIN"])
+
+
+# A program at the BITS prompt, in the simulator's model of BITS's Python (errno with GRUB's nine
+# names, os without strerror/urandom, empty random: docs/bits-environment.md section 2.4).
+AT_THE_PROMPT = """
+import errno
+import socket
+import bitsnet
+from bitsnet import entropy
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", %d))
+except socket.error as e:
+    print("connect %%s %%s %%s" %% (e.errno == errno.ECONNREFUSED, errno.errorcode[e.errno], e))
+s.close()
+s = socket.socket()
+s.setblocking(False)
+try:
+    s.recv(1)
+except socket.error as e:
+    print("recv %%s %%s" %% (errno.errorcode[e.errno], e.errno in (errno.ENOTCONN, errno.EAGAIN)))
+s.close()
+print("numbers %%d %%d %%d %%d" %% (errno.EINVAL, errno.EAGAIN, errno.EWOULDBLOCK, errno.EIO))
+print("entropy %%s %%s %%d" %% (entropy.source(), entropy.strong(), len(entropy.random_bytes(8))))
+print("address %%s" %% bitsnet.interfaces()[0]["address"])
+"""
+
+
+def test_a_program_at_the_bits_prompt_reads_named_errors():
+    import socket as host_socket
+    import conftest
+    closed = host_socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nobody listens there now: a connect is refused
+    env = dict(os.environ, BITSNET_SIM_PYTHON="bits")
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "efirun.py")] + conftest.STATION_ARGS
+                            + ["-c", AT_THE_PROMPT % port], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=ROOT)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err
+    lines = [line for line in out.decode().splitlines() if not line.startswith("bitsnet: DHCP")]
+    assert lines[0] == "connect True ECONNREFUSED [Errno 111] Connection refused"
+    assert lines[1] == "recv ENOTCONN True"
+    assert lines[2] == "numbers 10 202 202 200"  # GRUB's EINVAL; EAGAIN and EIO private (11, 5 are GRUB's)
+    assert lines[3] == "entropy weak mix: the clock False 8"  # no urandom, no RNG, no bits in the model
+    assert lines[4] == "address %s" % conftest.STATION
