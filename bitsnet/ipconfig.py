@@ -319,14 +319,16 @@ def _restore_lapic_timer():
 
 
 def check_timer(window=None):
-    """Return if the firmware timer ticks. If it does not and this is BITS with the local APIC
-    timer stopped, restart that timer once (one line on stdout) and check again. Otherwise raise
-    error(EIO) naming the cause and the remedy."""
+    # type: (float) -> str
+    """Return "ticks" if the firmware timer ticks. If it does not and this is BITS with the
+    local APIC timer stopped, restart that timer once (one line on stdout), check again and
+    return "restarted" if it ticks now. Otherwise raise error(EIO) naming the cause and the
+    remedy."""
     if timer_ticks(window):
-        return
+        return "ticks"
     outcome = _restore_lapic_timer()
     if outcome == "restored" and timer_ticks(window):
-        return
+        return "restarted"
     message = {"restored": TIMER_STILL_STOPPED, "done": TIMER_STILL_STOPPED, "running": TIMER_NOT_LAPIC}
     raise errors.socket_error(errno.EIO, message.get(outcome, TIMER_REMEDY))
 

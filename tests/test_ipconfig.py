@@ -131,7 +131,7 @@ def test_the_firmware_timer_ticks_on_a_normal_machine(net):
     start = events.clock()
     assert ipconfig.timer_ticks()
     assert events.clock() - start < 0.5
-    ipconfig.check_timer()
+    assert ipconfig.check_timer() == "ticks"
 
 
 @pytest.mark.machine(timer=False)
@@ -293,7 +293,7 @@ def test_stopped_lapic_timer_is_restarted_once_and_dhcp_goes_on(net, capsys, mon
     assert out[0] == ("bitsnet: the firmware timer was stopped (local APIC timer masked); restarted it as OVMF"
                       " programs it")
     assert out[1].startswith("bitsnet: DHCP on eth0 ... %s/8 in " % LEASE) and len(out) == 2
-    ipconfig.check_timer()
+    assert ipconfig.check_timer() == "ticks"
     assert len(apic.writes) == 3  # ticking now: nothing more written
 
 
@@ -322,3 +322,13 @@ def test_a_running_lapic_timer_is_left_alone(net, monkeypatch):
 
 def test_no_lapic_outside_bits():
     assert ipconfig._lapic_access() is None  # no BITS ``bits`` module on a host
+
+
+@pytest.mark.machine(timer=False)
+def test_check_timer_says_it_restarted_the_timer(net, capsys, monkeypatch):
+    apic = SimulatedApic(net.firmware)
+    monkeypatch.setattr(ipconfig, "_lapic_access", lambda: apic)
+    monkeypatch.setitem(ipconfig._state, "timer_restored", False)
+    assert ipconfig.check_timer() == "restarted"
+    assert "restarted it as OVMF programs it" in capsys.readouterr().out
+    assert ipconfig.check_timer() == "ticks"
