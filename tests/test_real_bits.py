@@ -36,6 +36,7 @@ import bitsrun  # noqa: E402
 BATTERY = os.path.join(ROOT, "tests", "scripts", "real_bits_battery.py")
 SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns"]
 DOWNLOAD_BYTES = 16 * 1024 * 1024
+DOWNLOAD_ROUNDS = 2  # the best round counts: the host's 2 cores are shared, TCG feels every load
 BOOT_TIMEOUT = 300
 FIGURES = os.path.join(ROOT, "build", "bitsrun", "figures.txt")
 
@@ -123,7 +124,7 @@ def _battery_hook(line):
 
 def _battery_args(sections):
     return ["--lab", "{lab}", "--echo", "{lab_echo}", "--closed", "{closed}", "--tarpit", "{tarpit}",
-            "--size", str(DOWNLOAD_BYTES)] + sections
+            "--size", str(DOWNLOAD_BYTES), "--rounds", str(DOWNLOAD_ROUNDS)] + sections
 
 
 def sections_of(output):
@@ -151,13 +152,16 @@ def _rate(section):
 
 
 def _host_rate(result):
-    """The download's rate by the host's clock: between the lines "download start" and
-    "download bytes=..." reaching the console (the guest's clock is the TSC under TCG)."""
-    marks = dict((line.split("=")[0].split()[-1], at) for line, at in zip(result.output, result.times)
-                 if line == "download start" or line.startswith("download bytes="))
-    if "start" not in marks or "bytes" not in marks:
-        return None
-    return DOWNLOAD_BYTES / max(marks["bytes"] - marks["start"], 0.001) / 1e6
+    """The best round's rate by the host's clock: between the lines "download round N start" and
+    "download round N done ..." reaching the console (the guest's clock is the TSC under TCG)."""
+    starts, rates = {}, []
+    for line, at in zip(result.output, result.times):
+        match = re.match(r"^download round (\d+) (start|done)", line)
+        if match and match.group(2) == "start":
+            starts[match.group(1)] = at
+        elif match and match.group(1) in starts:
+            rates.append(DOWNLOAD_BYTES / max(at - starts[match.group(1)], 0.001) / 1e6)
+    return max(rates) if rates else None
 
 
 def _keep_figure(text):
@@ -276,9 +280,10 @@ def test_bitsnet_at_least_three_times_bits_own_socket(battery_run, stock_run):
     ours, theirs = _rate(battery_run[1]["download"]), _rate(stock_run[1]["download"])
     ratio = ours / theirs
     host_ours, host_theirs = _host_rate(battery_run[0]), _host_rate(stock_run[0])
-    _keep_figure("urllib2 download of %d MiB over slirp on OVMF (TCG): bitsnet %.3f MB/s, BITS's own _socket "
-                 "%.3f MB/s, ratio %.2f (by the host's clock: %.3f and %.3f MB/s)"
-                 % (DOWNLOAD_BYTES // (1024 * 1024), ours, theirs, ratio, host_ours or 0, host_theirs or 0))
+    _keep_figure("urllib2 download of %d MiB over slirp on OVMF (TCG), best of %d: bitsnet %.3f MB/s, BITS's own "
+                 "_socket %.3f MB/s, ratio %.2f (by the host's clock: %.3f and %.3f MB/s)"
+                 % (DOWNLOAD_BYTES // (1024 * 1024), DOWNLOAD_ROUNDS, ours, theirs, ratio, host_ours or 0,
+                    host_theirs or 0))
     assert ratio >= 3.0, "bitsnet %.3f MB/s vs BITS's own %.3f MB/s: %.2fx" % (ours, theirs, ratio)
     for guest, host in ((ours, host_ours), (theirs, host_theirs)):  # the guest's clock is believable
         assert host and 0.5 <= guest / host <= 2.0, (guest, host)

@@ -1,12 +1,13 @@
 """The battery tests/test_real_bits.py runs in real BITS (tools/bitsrun.py), in one boot.
 
-    real_bits_battery.py --lab HOST:PORT --echo PORT --closed PORT --tarpit PORT [--size N]
+    real_bits_battery.py --lab HOST:PORT --echo PORT --closed PORT --tarpit PORT [--size N] [--rounds N]
                          SECTION...
 
 Sections (each prints ``== NAME`` first, ``NAME key=value`` lines, and ``== NAME PASS`` or
 ``== NAME FAIL reason`` last; the host side asserts on them):
-  download      urllib2 GET /bytes/N from the lab: bytes, seconds, MB/s, sha256 against X-SHA256
-                (after a 1-byte GET that brings the address up, so DHCP is not in the rate)
+  download      urllib2 GET /bytes/N from the lab, --rounds times (default 3; the best counts, so a
+                moment of load on the host does not decide the rate): bytes, seconds, MB/s, sha256
+                against X-SHA256 (after a 1-byte GET that brings the address up: DHCP is not timed)
   http_server   a BaseHTTPServer on port 8000 answers 3 requests from the host (hostfwd), then stops
   select_server a select() server on port 8001 serves 3 host clients at once (upper-cases a line)
   refused       connect to a port nobody listens on: socket.error with errno.ECONNREFUSED
@@ -34,17 +35,8 @@ def _mbps(size, seconds):
     return "%.3f" % (size / max(seconds, 0.001) / 1e6)
 
 
-def section_download(opts):
-    try:
-        from urllib2 import urlopen
-    except ImportError:
-        from urllib.request import urlopen  # type: ignore
-    size = opts["size"]
-    # The address first (DHCP, the timer restart), so that the rate is the transfer's alone.
-    urlopen("http://%s/bytes/1" % opts["lab"], timeout=60).read()
-    url = "http://%s/bytes/%d" % (opts["lab"], size)
-    print("download start")  # the host timestamps this line and the next: a clock check
-    sys.stdout.flush()
+def _download_once(urlopen, url):
+    """(bytes, seconds, sha256 good) of one urllib2 GET, read in 64 KiB pieces."""
     start = time.time()
     response = urlopen(url, timeout=60)
     digest = hashlib.sha256()
@@ -56,15 +48,39 @@ def section_download(opts):
         digest.update(chunk)
         got += len(chunk)
     seconds = time.time() - start
-    expected = response.info().getheader("X-SHA256") if hasattr(response.info(), "getheader") \
-        else response.info().get("X-SHA256")
+    info = response.info()
+    expected = info.getheader("X-SHA256") if hasattr(info, "getheader") else info.get("X-SHA256")
     response.close()
-    print("download bytes=%d seconds=%.3f" % (got, seconds))
-    print("download rate=%s MB/s" % _mbps(got, seconds))
-    good = digest.hexdigest() == expected
-    print("download sha256=%s" % ("ok" if good else "BAD"))
-    if got != size or not good:
-        raise AssertionError("got %d of %d bytes, checksum %s" % (got, size, "ok" if good else "bad"))
+    return got, seconds, digest.hexdigest() == expected
+
+
+def section_download(opts):
+    try:
+        from urllib2 import urlopen
+    except ImportError:
+        from urllib.request import urlopen  # type: ignore
+    size = opts["size"]
+    # The address first (DHCP, the timer restart), so that the rate is the transfer's alone.
+    urlopen("http://%s/bytes/1" % opts["lab"], timeout=60).read()
+    url = "http://%s/bytes/%d" % (opts["lab"], size)
+    best = None
+    all_good = True
+    for round_number in range(opts["rounds"]):
+        # The host timestamps the start and done lines: a check of the guest's clock.
+        print("download round %d start" % round_number)
+        sys.stdout.flush()
+        got, seconds, good = _download_once(urlopen, url)
+        print("download round %d done bytes=%d seconds=%.3f rate=%s" % (round_number, got, seconds,
+                                                                         _mbps(got, seconds)))
+        sys.stdout.flush()
+        all_good = all_good and good and got == size
+        if best is None or seconds < best:
+            best = seconds
+    print("download bytes=%d seconds=%.3f (best of %d)" % (size, best, opts["rounds"]))
+    print("download rate=%s MB/s" % _mbps(size, best))
+    print("download sha256=%s" % ("ok" if all_good else "BAD"))
+    if not all_good:
+        raise AssertionError("a round got fewer bytes than %d or a bad checksum" % size)
 
 
 def section_http_server(opts):
@@ -208,11 +224,11 @@ SECTIONS = {"download": section_download, "http_server": section_http_server,
 
 
 def parse(argv):
-    opts = {"size": 16 * 1024 * 1024, "sections": []}
+    opts = {"size": 8 * 1024 * 1024, "rounds": 3, "sections": []}
     words = list(argv)
     while words:
         word = words.pop(0)
-        if word in ("--lab", "--echo", "--closed", "--tarpit", "--size"):
+        if word in ("--lab", "--echo", "--closed", "--tarpit", "--size", "--rounds"):
             value = words.pop(0)
             opts[word[2:]] = value if word == "--lab" else int(value)
         else:
