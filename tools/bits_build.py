@@ -17,7 +17,8 @@ What it does (one console line per stage, with the elapsed time):
    also builds i386-pc and i386-efi, which bitsnet does not run on);
 4. ``make install`` and grub-mkimage: efi/boot/bootx64.efi and boot/grub/x86_64-efi/;
 5. BITS's boot/ files, its Python files compiled by a CPython 2.7 (``python2``: same bytecode as
-   BITS's 2.7.10) with the mtime in every .pyc zeroed (GRUB gives none), and lib.zip;
+   BITS's 2.7.10) with the mtime in every .pyc zeroed (GRUB gives none), and lib.zip; bitsnet's
+   files stay source only, as bits_install.py leaves them;
 6. a FAT ESP image (mtools, dosfstools) with efi/ and boot/; ``--tree DIR`` also writes the two
    folders to DIR.
 
@@ -82,9 +83,10 @@ CONFIGURE_OPTIONS = (
     "--disable-grub-emu-usb", "--disable-grub-emu-sdl", "--disable-grub-mkfont", "--disable-grub-mount",
     "--disable-device-mapper", "--disable-libzfs", "MAKEINFO=/bin/true",
 )
+ENTRY_POINTS = ("_socket.py", "select.py")  # BITS's modules that bits_install.py replaces with bitsnet's
 GRUB_MODULES = ("fat", "part_msdos", "part_gpt", "iso9660")  # in bootx64.efi itself, as BITS's Makefile
 # Bump when the build's output changes for the same inputs (a new step, a fixed step): new cache key.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
 # BITS's Makefile's pylibs: the standard library modules that make up boot/python/lib.zip.
 PYLIBS = (
@@ -536,6 +538,13 @@ class Build(object):
                b'# Built-in configuration defaults.\n# Do not edit; edit /boot/bits-cfg.txt instead.\n'
                b'defaults = """\n' + defaults + b'"""\n')
         self.bytecompile(python)
+        # bitsnet ships as source only (bits/README.txt): with every mtime 0, a .pyc would win
+        # over a .py edited later on the boot medium. BITS's own files keep theirs, as BITS does.
+        source_only = glob.glob(os.path.join(python, "bitsnet", "*.pyc"))
+        source_only += [os.path.join(python, name[:-3] + ".pyc") for name in ENTRY_POINTS]
+        for path in source_only:
+            if os.path.isfile(path):
+                os.remove(path)
         libzip = os.path.join(self.state, "lib.zip")
         if self._stamp("lib.zip") != self.source.key() or not os.path.isfile(libzip):
             self._libzip(libzip)
