@@ -222,7 +222,8 @@ def bitsrun_main():
         except SystemExit as exc:
             status = bitsrun_status(exc.code)
         except BaseException:
-            traceback.print_exc()
+            kind, value, trace = sys.exc_info()
+            traceback.print_exception(kind, value, trace.tb_next)  # from the program's frame down
             status = 1
     finally:
         writer.close_line()
