@@ -5,7 +5,8 @@ repository, or $BITSNET_BITS_SOURCE: a tree or tarball): the cached image for th
 bitsnet when there is one, else a build, where that is allowed (about 4 minutes from scratch on two
 cores, seconds when only bitsnet's Python changed since the last build): with BITSNET_BITS_BUILD=1
 (tools/check sets it) or when a finished work directory for these sources exists. Each test boots
-it with tools/bitsrun.py (``stock``: the image is used as built, nothing installed on top):
+it with tools/bitsrun.py (``as_is``: the image as built, nothing installed on top, the timer left
+to bitsnet):
 
 * the trampoline is a built-in module of BITS's Python and bitsnet's event layer chose it;
 * ``python -m bitsnet.selftest --peer`` against tools/lab.py passes;
@@ -72,7 +73,7 @@ def image():
 
 
 def _boot(image, **kwargs):
-    result = bitsrun.run(image=image, stock=True, restore_timer=False, timeout=BOOT_TIMEOUT, **kwargs)
+    result = bitsrun.run(image=image, as_is=True, timeout=BOOT_TIMEOUT, **kwargs)
     assert not result.timed_out, "BITS did not finish in %d s:\n%s" % (BOOT_TIMEOUT, "\n".join(result.console[-40:]))
     return result
 
