@@ -123,6 +123,10 @@ def build_parser():
                           "--ipv6-policy automatic or static); PORT is where the simulated server listens")
     net.add_argument("--firmware", default="edk2", metavar="PROFILE",
                      help="edk2 (current NetworkPkg, default) or edk2-2015 (the stack BITS was tested on)")
+    net.add_argument("--no-tls", action="store_true",
+                     help="no TlsDxe: no EFI_TLS_SERVICE_BINDING_PROTOCOL (firmware without NETWORK_TLS_ENABLE)")
+    net.add_argument("--tls", default="edk2", metavar="PROFILE", choices=("edk2", "edk2-2019"),
+                     help="TlsDxe: edk2 (default) or edk2-2019 (before EfiTlsVerifyHost; docs/tls.md 2.4)")
     net.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the fault injector")
     net.add_argument("--nic-disconnected", action="store_true",
                      help="NIC not connected: only SNP until ConnectController (facts 2.4)")
@@ -148,7 +152,7 @@ def build_parser():
 
 # Options that take a value: the splitter below must skip their value.
 _VALUE_OPTIONS = ("--address", "--gateway", "--dhcp-delay", "--dns-server", "--firmware", "--seed", "--faults",
-                  "--ipv6-delay", "--ipv6-policy", "--ipv6-dns-server")
+                  "--ipv6-delay", "--ipv6-policy", "--ipv6-dns-server", "--tls")
 
 
 def split_command_line(args):
@@ -186,6 +190,7 @@ def machine_options(opts):
         options["ipv6_delay"] = opts.ipv6_delay
     if opts.faults:
         options["faults"] = opts.faults
+    options["tls"] = None if opts.no_tls else opts.tls
     return options
 
 

@@ -47,6 +47,7 @@ class MachineConfig(object):
         self.ipv6_policy = "manual"  # EDK2's default; "automatic" (set by PXE/HTTP boot), "static" (::1 by hand)
         self.ipv6_dns_servers = []  # type: list   # ["[::1]:5353"]: what the router (RDNSS) hands out, plus port
         self.rng = False  # True: an EFI_RNG_PROTOCOL backed by os.urandom (rng.py); Debian's OVMF has none
+        self.tls = "edk2"  # TlsDxe (tls.py): "edk2", "edk2-2019" (no EfiTlsVerifyHost), None: none
         for name, value in options.items():
             if not hasattr(self, name):
                 raise TypeError("unknown machine option %r" % name)
@@ -55,6 +56,8 @@ class MachineConfig(object):
             raise ValueError("ipv6_policy must be manual, automatic or static")
         if self.ipv6_delay is not None and float(self.ipv6_delay) < 0:
             raise ValueError("ipv6_delay must be >= 0 (or None: never)")
+        if self.tls not in (None, False, "edk2", "edk2-2019"):
+            raise ValueError("tls must be edk2, edk2-2019 or None")
         if self.firmware not in PROFILES:
             raise ValueError("firmware profile must be one of %s" % ", ".join(PROFILES))
         self._check_loopback()
@@ -106,6 +109,12 @@ class Machine(object):
         if config.rng:
             from efisim import rng
             self.rng = rng.install()
+        self.tls = None  # TlsDxe is no NIC driver: its service binding is there from boot on
+        if config.tls:
+            from efisim import tls
+            if tls.available()[0]:
+                self.tls = tls.install(self, config.tls)
+                FIRMWARE.ledger_sources.append(self.tls.ledger)
         if config.nic_connected:
             self.connect_drivers()
         else:
@@ -146,6 +155,8 @@ class Machine(object):
         self.nic.close()
         if self.rng is not None:
             self.rng.shutdown()
+        if self.tls is not None:
+            self.tls.shutdown()
         FIRMWARE.stop_timer()
         FIRMWARE.faults = None
 
