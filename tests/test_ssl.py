@@ -1,0 +1,407 @@
+"""HTTPS at the boot prompt: bitsnet.ssl over the simulated firmware's EFI_TLS_PROTOCOL
+(tools/efisim/tls.py, the host's OpenSSL behind it), against real HTTPS servers on 127.0.0.1
+that use the host's ssl module, with a test CA made here by the ``openssl`` command.
+
+Every failure must be the right SSLError and leave nothing behind in the firmware (the
+``machine`` fixture checks the ledger: TLS children, pool, TCP children). The urllib and
+httplib/http.client tests run the standard library unchanged in tools/efirun.py.
+"""
+
+from __future__ import print_function
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import conftest
+import peers
+
+try:
+    import ssl as hostssl
+except ImportError:  # pragma: no cover
+    hostssl = None  # type: ignore
+
+from efisim import tls as simtls
+
+ROOT = conftest.ROOT
+EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
+SCRIPTS = os.path.join(ROOT, "tests", "stdlib_scripts")
+ENGINE, NO_ENGINE = simtls.available()
+pytestmark = pytest.mark.skipif(not ENGINE, reason=NO_ENGINE or "no TLS engine")
+OPENSSL = shutil.which("openssl") if hasattr(shutil, "which") else None
+PY2 = sys.version_info[0] == 2
+
+
+# --- a test PKI, made once per session ----------------------------------------------------------
+def _run(args, cwd):
+    subprocess.check_call(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+
+CA_CONFIG = """[ ca ]
+default_ca = CA_default
+[ CA_default ]
+dir = .
+database = index.txt
+new_certs_dir = .
+certificate = ca.pem
+private_key = ca.key
+serial = serial
+default_md = sha256
+policy = policy_any
+copy_extensions = copy
+unique_subject = no
+email_in_dn = no
+[ policy_any ]
+commonName = supplied
+"""
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """Files in a temporary directory: ca.pem (the trusted CA), ca2.pem (another CA), and key/cert
+    pairs good (localhost, 127.0.0.1), wronghost (other.example), unknownca (by ca2), expired."""
+    if not OPENSSL:
+        pytest.skip("the openssl command is needed to make the test CA")
+    d = str(tmp_path_factory.mktemp("pki"))
+    rsa = ["-newkey", "rsa:2048", "-nodes", "-sha256"]
+    for ca in ("ca", "ca2"):
+        _run([OPENSSL, "req", "-x509"] + rsa + ["-keyout", ca + ".key", "-out", ca + ".pem", "-days", "3",
+                                                "-subj", "/CN=bitsnet test %s" % ca,
+                                                "-addext", "basicConstraints=critical,CA:TRUE",
+                                                "-addext", "keyUsage=critical,keyCertSign,cRLSign"], d)
+    names = {"good": "DNS:localhost,IP:127.0.0.1", "wronghost": "DNS:other.example",
+             "unknownca": "DNS:localhost,IP:127.0.0.1", "expired": "DNS:localhost,IP:127.0.0.1"}
+    for name, san in names.items():
+        cn = san.split(",")[0].split(":")[1]
+        _run([OPENSSL, "req"] + rsa + ["-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn,
+                                       "-addext", "subjectAltName=" + san], d)
+    with open(os.path.join(d, "ca.cnf"), "w") as f:
+        f.write(CA_CONFIG)
+    with open(os.path.join(d, "index.txt"), "w") as f:
+        f.write("")
+    with open(os.path.join(d, "serial"), "w") as f:
+        f.write("1000\n")
+    for name, ca, dates in (("good", "ca", ["-days", "2"]), ("wronghost", "ca", ["-days", "2"]),
+                            ("unknownca", "ca2", ["-days", "2"]),
+                            ("expired", "ca", ["-startdate", "20200101000000Z", "-enddate", "20200102000000Z"])):
+        _run([OPENSSL, "ca", "-batch", "-config", "ca.cnf", "-notext", "-cert", ca + ".pem", "-keyfile", ca + ".key",
+              "-in", name + ".csr", "-out", name + ".pem"] + dates, d)
+    return d
+
+
+class HttpsPeer(object):
+    """A threaded HTTPS server on 127.0.0.1 (the host's ssl) with the named key pair, serving
+    ``files``; handshake failures are counted in ``failures``."""
+
+    def __init__(self, pki, cert, files):
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        import socketserver
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = files.get(self.path.lstrip("/"))
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        class Server(socketserver.ThreadingMixIn, HTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        context = hostssl.SSLContext(hostssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.path.join(pki, cert + ".pem"), os.path.join(pki, cert + ".key"))
+        self.server = Server((peers.HOST, 0), Handler)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True,
+                                                 do_handshake_on_connect=False)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.daemon = True
+
+    def url(self, name, host="localhost"):
+        return "https://%s:%d/%s" % (host, self.port, name)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+class DropPeer(object):
+    """A TCP server that reads the ClientHello and closes the connection: a server that drops
+    mid-handshake."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind((peers.HOST, 0))
+        self.sock.listen(4)
+        self.sock.settimeout(10)
+        self.port = self.sock.getsockname()[1]
+        self.got = []
+        self.thread = threading.Thread(target=self._serve)
+        self.thread.daemon = True
+
+    def _serve(self):
+        try:
+            conn, _ = self.sock.accept()
+        except (OSError, socket.timeout):
+            return
+        conn.settimeout(10)
+        try:
+            self.got.append(conn.recv(65536))
+        finally:
+            conn.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+        self.thread.join(5)
+
+
+def _bitsnet_ssl():
+    from bitsnet import _socket as bsocket
+    from bitsnet import ssl as bssl
+    return bsocket, bssl
+
+
+def _connect(port, timeout=15):
+    bsocket, _ = _bitsnet_ssl()
+    s = bsocket.socket()
+    s.settimeout(timeout)
+    s.connect((peers.HOST, port))
+    return s
+
+
+def _get(tls, path, host="localhost"):
+    tls.sendall(("GET /%s HTTP/1.0\r\nHost: %s\r\n\r\n" % (path, host)).encode("ascii"))
+    chunks = []
+    while True:
+        data = tls.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    return head, body
+
+
+# --- in-process, over bitsnet's sockets ---------------------------------------------------------
+def test_https_download_with_checksum(machine, pki):
+    payload = peers.pattern(1 << 20, seed=6)
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"big.bin": payload}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        try:
+            assert tls.version() == "TLSv1.2"
+            assert ("DNS", "localhost") in tls.getpeercert()["subjectAltName"]
+            head, body = _get(tls, "big.bin")
+        finally:
+            tls.close()
+    assert head.startswith(b"HTTP/1.0 200")
+    assert hashlib.sha256(body).hexdigest() == hashlib.sha256(payload).hexdigest()
+
+
+def test_ip_address_host_name(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"hello"}) as peer:
+        context = bssl.create_default_context(cadata=open(os.path.join(pki, "ca.pem")).read())
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="127.0.0.1")
+        try:
+            assert _get(tls, "a", "127.0.0.1")[1] == b"hello"
+        finally:
+            tls.close()
+
+
+def _refused(bssl, pki, cert, ca="ca.pem", hostname="localhost", context=None):
+    with HttpsPeer(pki, cert, {"a": b"x"}) as peer:
+        context = context or bssl.create_default_context(cafile=os.path.join(pki, ca))
+        sock = _connect(peer.port)
+        try:
+            with pytest.raises(bssl.SSLError) as info:
+                context.wrap_socket(sock, server_hostname=hostname)
+        finally:
+            sock.close()
+    return info.value
+
+
+def test_wrong_host_name(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    error = _refused(bssl, pki, "wronghost")
+    assert error.reason == "CERTIFICATE_VERIFY_FAILED"
+    if not PY2:
+        assert isinstance(error, bssl.SSLCertVerificationError)
+    assert "certificate" in str(error)
+
+
+def test_unknown_ca(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    error = _refused(bssl, pki, "unknownca")
+    assert error.reason == "CERTIFICATE_VERIFY_FAILED"
+    assert "unknown CA" in str(error), str(error)
+
+
+def test_no_ca_given_says_so(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    context = bssl.SSLContext(bssl.PROTOCOL_TLS_CLIENT)  # no CA at all
+    error = _refused(bssl, pki, "good", context=context)
+    assert "no CA certificate" in str(error), str(error)
+
+
+def test_expired_certificate(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    error = _refused(bssl, pki, "expired")
+    assert error.reason == "CERTIFICATE_VERIFY_FAILED"
+    assert "expired" in str(error), str(error)
+
+
+def test_server_drops_mid_handshake(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    with DropPeer() as peer:
+        sock = _connect(peer.port)
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        try:
+            with pytest.raises(bssl.SSLEOFError):
+                context.wrap_socket(sock, server_hostname="localhost")
+        finally:
+            sock.close()
+        peer.thread.join(5)
+    assert peer.got and peer.got[0][:1] == b"\x16"  # it did get a ClientHello (a handshake record)
+
+
+def test_unverified_context_accepts_anything(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "unknownca", {"a": b"plain"}) as peer:
+        context = bssl._create_unverified_context()
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        try:
+            assert tls.getpeercert() == {}
+            assert tls.getpeercert(binary_form=True)[:1] == b"\x30"
+            assert _get(tls, "a")[1] == b"plain"
+        finally:
+            tls.close()
+
+
+@pytest.mark.machine(tls="edk2-2019")
+def test_old_firmware_host_name_checked_in_python(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    error = _refused(bssl, pki, "wronghost")
+    assert "other.example" in str(error) and "localhost" in str(error), str(error)
+    with HttpsPeer(pki, "good", {"a": b"ok"}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        try:
+            assert _get(tls, "a")[1] == b"ok"
+        finally:
+            tls.close()
+
+
+@pytest.mark.machine(tls=None)
+def test_no_tls_service_binding(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"x"}) as peer:
+        sock = _connect(peer.port)
+        try:
+            with pytest.raises(bssl.SSLError) as info:
+                bssl.create_default_context(cafile=os.path.join(pki, "ca.pem")).wrap_socket(
+                    sock, server_hostname="localhost")
+        finally:
+            sock.close()
+    assert "EFI_TLS_SERVICE_BINDING_PROTOCOL" in str(info.value)
+
+
+def test_select_counts_decrypted_data_as_readable(machine, pki):
+    from bitsnet import select as bselect
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"y" * 5000}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        try:
+            tls.sendall(b"GET /a HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            assert bselect.select([tls], [], [], 10)[0] == [tls]
+            first = tls.recv(10)  # the rest of the decrypted record stays in the TLS layer
+            assert first and tls.pending() > 0
+            assert bselect.select([tls], [], [], 0)[0] == [tls]
+            rest = b""
+            while True:
+                data = tls.recv(65536)
+                if not data:
+                    break
+                rest += data
+            assert (first + rest).endswith(b"y" * 5000)
+        finally:
+            tls.close()
+
+
+def test_nonblocking_recv_wants_read(machine, pki):
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"z"}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        try:
+            tls.setblocking(False)
+            with pytest.raises(bssl.SSLWantReadError):
+                tls.recv(100)  # nothing asked, nothing sent
+        finally:
+            tls.close()
+
+
+def test_check_hostname_needs_server_hostname(machine):
+    _, bssl = _bitsnet_ssl()
+    bsocket, _ = _bitsnet_ssl()
+    sock = bsocket.socket()
+    try:
+        with pytest.raises(ValueError):
+            bssl.create_default_context().wrap_socket(sock)
+    finally:
+        sock.close()
+
+
+# --- the standard library, unchanged, in tools/efirun.py -----------------------------------------
+def _efirun(script, args, timeout=90):
+    command = [sys.executable, EFIRUN, "--ledger"] + conftest.STATION_ARGS + [os.path.join(SCRIPTS, script)]
+    command += [str(a) for a in args]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                            universal_newlines=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail("efirun timed out:\n%s\n%s" % (out, err))
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("client", ["urllib", "httplib"])
+def test_stdlib_https_download(pki, client):
+    payload = peers.pattern(300000, seed=9)
+    with HttpsPeer(pki, "good", {"f.bin": payload}) as peer:
+        code, out, err = _efirun("https_get.py", [client, peer.url("f.bin"), os.path.join(pki, "ca.pem")])
+    assert code == 0, out + err
+    assert "sha256 %s" % hashlib.sha256(payload).hexdigest() in out, out + err
+
+
+def test_stdlib_https_wrong_host_is_an_error(pki):
+    with HttpsPeer(pki, "wronghost", {"f.bin": b"x"}) as peer:
+        code, out, err = _efirun("https_get.py", ["urllib", peer.url("f.bin"), os.path.join(pki, "ca.pem")])
+    assert code == 0, out + err
+    assert "error SSL" in out and "CERTIFICATE_VERIFY_FAILED" in out, out + err
+    assert "sha256" not in out
