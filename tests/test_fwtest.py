@@ -133,3 +133,45 @@ def test_ovmf_agrees_with_simulator():
     last = output.strip().splitlines()[-1] if output.strip() else ""
     assert re.match(r"^\d+ agree, 0 differ", last) is not None, output
     assert proc.returncode == 0, output
+
+
+# --- tools/qemu_vm.py, shared with tools/bitsrun.py ------------------------------------------------
+qemu_vm = fwtest.qemu_vm
+
+
+def test_qemu_command_line():
+    command = qemu_vm.qemu_command("disk.img", "vars.fd", hostfwd=[8000], monitor="/tmp/m.sock")
+    text = " ".join(command)
+    assert "q35,accel=tcg" in text and "readonly=on,file=%s" % qemu_vm.OVMF_CODE in text
+    assert "virtio-blk-pci,drive=disk0,bootindex=1" in text and "virtio-net-pci,netdev=n0,bootindex=2" in text
+    assert ",hostfwd=tcp:127.0.0.1:8000-:8000" in text
+    assert command[command.index("-monitor") + 1] == "unix:/tmp/m.sock,server=on,wait=off"
+    plain = qemu_vm.qemu_command("disk.img", "vars.fd")
+    assert plain[plain.index("-monitor") + 1] == "none" and "hostfwd" not in " ".join(plain)
+
+
+def _inside():
+    """What a process in the new namespace sees: only a loopback, up."""
+    import socket as host_socket
+    server = host_socket.socket(host_socket.AF_INET, host_socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    client = host_socket.create_connection(server.getsockname(), timeout=5)
+    client.close()
+    server.close()
+    with open("/proc/self/net/dev") as handle:  # this process's network namespace (sysfs is the mounter's)
+        devices = sorted(line.split(":")[0].strip() for line in handle.readlines()[2:])
+    return devices, qemu_vm.in_namespace()
+
+
+def _fails():
+    raise ValueError("inside")
+
+
+@pytest.mark.skipif(not qemu_vm.can_unshare(), reason="needs user+network namespaces (unshare -rn)")
+def test_in_new_namespace_runs_the_function_there():
+    assert qemu_vm.in_new_namespace(_inside) == (["lo"], True)
+    assert not qemu_vm.in_namespace()  # the caller stays where it was
+    with pytest.raises(RuntimeError) as raised:
+        qemu_vm.in_new_namespace(_fails)
+    assert "ValueError: inside" in str(raised.value)
