@@ -106,6 +106,9 @@ import sys
 class BitsrunWriter(object):
     """Frames every line for the harness: '|' a (last) piece, '+' a piece continued next."""
 
+    # BITS quirk: sys.stdout is a Tee with only write/flush, printing non-ASCII unicode raises,
+    # and the serial console wraps long lines (docs/bits-environment.md section 8.2).
+
     def __init__(self, target, width):
         self.target = target
         self.width = width
@@ -147,6 +150,8 @@ def bitsrun_config():
 
 
 def bitsrun_restore_timer():
+    # BITS quirk: the LAPIC timer is stopped after BITS starts on OVMF; no timer event fires
+    # until it is restarted (docs/bits-environment.md section 7). bitsnet.lapic's own code.
     namespace = {"__name__": "bitsrun_lapic"}
     exec(compile(open("/boot/bitsrun/lapic.py").read(), "/boot/bitsrun/lapic.py", "exec"), namespace)
     before, after = namespace["restore_timer"](verbose=False)
@@ -154,6 +159,7 @@ def bitsrun_restore_timer():
 
 
 def bitsrun_module_code(name):
+    # BITS quirk: no runpy, no python -m (docs/bits-environment.md section 8.1).
     try:
         from bitsnet import launch
     except ImportError:
@@ -186,15 +192,19 @@ def bitsrun_main():
     config = bitsrun_config()
     mode, target = config["mode"][0], config["target"][0]
     argv = config.get("arg", [])
+    # BITS quirk: sys.argv is [] (docs/bits-environment.md section 8.1), set below.
     tee_out, tee_err = sys.stdout, sys.stderr
+    if config.get("restore_timer") == ["1"]:  # before the program's output starts: console only
+        try:
+            bitsrun_restore_timer()
+        except Exception as exc:
+            tee_out.write("bitsrun: restarting the LAPIC timer failed: %s\n" % exc)
     tee_out.write("@@bitsrun start\n")
     writer = BitsrunWriter(tee_out, int(config["width"][0]))
     sys.stdout = sys.stderr = writer
     status = 0
     try:
         try:
-            if config.get("restore_timer") == ["1"]:
-                bitsrun_restore_timer()
             main = {"__name__": "__main__", "__builtins__": __builtins__, "__package__": None}
             if mode == "module":
                 found = bitsrun_module_code(target)
