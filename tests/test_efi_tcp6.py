@@ -322,3 +322,22 @@ def test_cancel_a_pending_receive_and_abort_with_rst(machine):
     peer.join()
     assert seen == [errno.ECONNRESET]  # AbortOnClose sends RST (facts 3.3 Close)
     assert child.destroy() == S.EFI_SUCCESS
+
+
+def test_a_connect_to_a_listener_of_the_same_machine_is_never_answered(machine):
+    """EDK2 has no loopback: a SYN to the machine itself goes unanswered (ND for its own address
+    gets no answer), so the connect stays SynSent and the listener sees nothing. In the simulator
+    ::1 is both the station and the host peers' address: a port of its own children tells."""
+    listener, port = r6.listening6()
+    status, accept = listener.accept()
+    assert status == S.EFI_SUCCESS
+    child = r6.Tcp6()
+    assert child.configure(r6.tcp6_config(remote="::1", rport=port)) == S.EFI_SUCCESS
+    status, tok = child.connect()
+    assert status == S.EFI_SUCCESS
+    assert tok.wait(child, timeout=1.0) is None and accept.wait(listener, timeout=0.2) is None
+    assert child.state() == efidefs.Tcp6StateSynSent
+    _close(child)  # Close(abort) and DestroyChild
+    assert tok.status == S.EFI_ABORTED
+    assert listener.destroy() == S.EFI_SUCCESS
+    assert accept.status == S.EFI_ABORTED  # DestroyChild flushed it (its event is closed now)

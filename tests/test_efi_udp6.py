@@ -176,3 +176,26 @@ def test_no_mapping_until_the_address_is_usable(machine, peer):
     assert status == S.EFI_SUCCESS and tok.wait(child) == S.EFI_SUCCESS
     assert peer.recvfrom(100)[0] == b"now"
     assert child.destroy() == S.EFI_SUCCESS
+
+
+def test_a_datagram_to_the_machine_itself_is_not_delivered_and_fails_with_no_mapping(machine):
+    """EDK2 has no loopback: a datagram to one of the machine's own ports waits for a neighbour
+    advertisement that never comes and fails with NO_MAPPING (udp6.UNRESOLVED_DELAY, about 3 s);
+    Cancel finds it while it waits. In the simulator ::1 is also every host peer's address: a port
+    of its own children tells."""
+    receiver, sender = r6.Udp6(), r6.Udp6()
+    assert receiver.configure(r6.udp6_config()) == S.EFI_SUCCESS
+    assert sender.configure(r6.udp6_config()) == S.EFI_SUCCESS
+    port = receiver.mode()[1].StationPort
+    status, rx = receiver.receive()
+    assert status == S.EFI_SUCCESS
+    status, tok = sender.transmit(b"to myself", "::1", port)
+    assert status == S.EFI_SUCCESS
+    assert tok.wait(sender, timeout=2.0) is None  # still "resolving"
+    assert tok.wait(sender, timeout=3.0) == S.EFI_NO_MAPPING
+    status, again = sender.transmit(b"again", "::1", port)
+    assert status == S.EFI_SUCCESS
+    assert sender.cancel(again) == S.EFI_SUCCESS and again.check() and again.status == S.EFI_ABORTED
+    assert rx.wait(receiver, timeout=0.3) is None  # nothing ever arrived
+    assert receiver.cancel(rx) == S.EFI_SUCCESS and rx.status == S.EFI_ABORTED
+    assert sender.destroy() == S.EFI_SUCCESS and receiver.destroy() == S.EFI_SUCCESS

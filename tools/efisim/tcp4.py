@@ -23,8 +23,8 @@ from efisim.firmware import FIRMWARE, TICK, efiapi
 from efisim.nic import int_to_ip, ip_to_int
 from efisim.service_binding import ServiceBinding
 from efisim.tcp4_tcb import (CONNECTED, CONNECTING, DEFAULT_OPTIONS, OPTION_RANGES, TCP_PORT_KNOWN, TCP_TICK,
-                             _ZERO_ACCEPTED, configured_options, Closed, Listen, Tcp4Child, Tcp4Stack, _address,
-                             _close_host)
+                             _ZERO_ACCEPTED, addressed_to_self, configured_options, Closed, Listen, Tcp4Child,
+                             Tcp4Stack, _address, _close_host)
 
 MAX_PACKET_SIZE = 1480  # IP4 MaxPacketSize reported for a 1500-byte MTU
 EFI_SIMPLE_NETWORK_INITIALIZED = 2
@@ -465,7 +465,11 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             return status
         hop = self.route(child, child.remote)
         reachable = self.family.reachable
-        self.start_connect(child, token, hop is not None and reachable(child.remote) and reachable(child.station))
+        # EDK2 quirk (no loopback, 25_tcp_self_connect): a SYN to the machine's own address is
+        # never answered (no RST: the ARP request for it is not), so the connect times out.
+        to_self = addressed_to_self(self.machine, self.family, child.remote, child.rport, self)
+        self.start_connect(child, token, hop is not None and reachable(child.remote) and reachable(child.station)
+                           and not to_self)
         return S.EFI_SUCCESS
 
     def accept(self, child, token_pointer):

@@ -31,6 +31,9 @@ What a host socket cannot express, and the choice made:
   child is accepted, so the EFI side never sees them.
 * Only 127.0.0.0/8 is reachable: a SYN to any other address goes nowhere and the connect
   times out, as a SYN to an unanswering host does.
+* The machine cannot reach itself (EDK2's IP4 has no loopback; ``addressed_to_self``): a SYN to
+  its own address goes nowhere either, although the host's loopback would deliver it to the
+  machine's own listener. Two bitsnet endpoints of one machine never talk to each other.
 
 The engine serves TCP6 as well (tcp6.py): what depends on the address family -- host socket
 family, wildcard address, which addresses the wire reaches -- comes from the stack's ``family``
@@ -149,6 +152,30 @@ def _errno(exc):
 
 def _loopback(address):
     return address.startswith("127.")
+
+
+def addressed_to_self(machine, family, address, port, driver):
+    """Is (address, port) this simulated machine itself rather than a host on the wire?
+
+    EDK2 quirk (IP4 has no loopback interface; measured on OVMF by the fwtest scenarios
+    tests/firmware/scenarios/25_tcp_self_connect.scn and 32_udp_self_send.scn): IP4 sends a
+    packet for one of its own addresses to the wire like any other, and the ARP request for it
+    is never answered -- so the firmware can never reach itself, while the simulator's wire
+    (the host's loopback) would happily deliver it. IPv4: the NIC's address, or the explicit
+    station address of any configured TCP4/UDP4 child. IPv6: the simulator's station address
+    is ::1, which is also where every host peer is, so the address cannot tell; a port that one
+    of ``driver``'s own children holds on ::1 can (no host socket can share it).
+    """
+    if family is IPV4:
+        if address == machine.nic.ip4.address:
+            return True
+        for name in ("tcp4", "udp4"):
+            children = getattr(machine.drivers.get(name), "children", {})
+            if any(c.configured and c.station == address for c in children.values()):
+                return True
+        return False
+    return address == "::1" and any(c.configured and c.port == port and c.station in ("::", "::1")
+                                    for c in driver.children.values())
 
 
 def _close_host(sock, reset):

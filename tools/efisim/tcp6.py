@@ -12,6 +12,11 @@ usable address (ip6config.py: the "global" address ::1, after SLAAC or a manual 
 Configure returns EFI_NO_MAPPING and the child stays no-mapping until Configure is called again.
 An explicit StationAddress must be one of the NIC's addresses. The link-local address exists at
 once but the host cannot carry traffic for it: a child bound to it never sees a frame.
+
+The machine's "global" address ::1 is also every host peer's address, so a connect to the
+machine itself is recognised by its port instead (tcp4_tcb.addressed_to_self): a SYN to a port
+one of the machine's own TCP6 children holds goes nowhere, as a SYN to one's own address does
+on EDK2 (no loopback: neighbour discovery for it is never answered).
 """
 
 from __future__ import print_function

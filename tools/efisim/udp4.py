@@ -31,6 +31,10 @@ IP_RECVERR and the socket's error queue. What a host socket cannot express, and 
   completes with EFI_SUCCESS, as a frame no station wanted.
 * Destinations outside 127.0.0.0/8 (reached through a gateway) are not sent at all: the token
   completes with EFI_SUCCESS and nothing ever answers, as on a network that drops them.
+* The machine cannot reach itself (EDK2 has no loopback; tcp4_tcb.addressed_to_self): a datagram
+  to its own address is not sent and the token completes with EFI_NO_MAPPING about 1.25 s later
+  (UNRESOLVED_DELAY: the ARP request for its own address is never answered); what the host's
+  loopback hands back from the machine's own address -- its own broadcasts -- is dropped.
 * A datagram that reaches a host socket of ours but matches no child is dropped silently; EDK2
   would answer with ICMP port unreachable, which an unprivileged host process cannot send.
 * DNS servers on unusual ports (MachineConfig(dns_servers=["127.0.0.1:5353"])): datagrams to
@@ -64,6 +68,7 @@ from efisim.faults import HeldCompletions
 from efisim.firmware import FIRMWARE, _now, efiapi
 from efisim.nic import IPV4, ip_to_int
 from efisim.service_binding import ServiceBinding
+from efisim.tcp4_tcb import addressed_to_self
 
 S = uefi  # status codes
 
@@ -79,6 +84,11 @@ WIRE_BROADCAST = "127.255.255.255"  # where the limited broadcast goes on the lo
 IP_RECVERR = getattr(_host_socket, "IP_RECVERR", 11)  # Linux: queue ICMP errors on the socket
 IPV6_RECVERR = getattr(_host_socket, "IPV6_RECVERR", 25)
 MSG_ERRQUEUE = getattr(_host_socket, "MSG_ERRQUEUE", 0x2000)
+# EDK2 quirk (no loopback; measured on OVMF by tests/firmware/scenarios/32_udp_self_send.scn): a
+# datagram to the machine's own address waits for an ARP answer that never comes. ArpDxe retries
+# twice on its 500 ms timer, then IP4 drops the frame and the token completes with EFI_NO_MAPPING
+# 1.0-1.5 s after Transmit (OVMF: between 1.0 and 1.25 s); the middle of that window is used.
+UNRESOLVED_DELAY = 1.25
 RETIRED_KEEP = 256  # recycled receive buffers stay mapped (and poisoned) this long
 POISON = 0xAF
 
@@ -289,6 +299,7 @@ class Udp4Child(object):
         self.queue = collections.deque()  # type: collections.deque   # received, no token yet
         self.delivered = {}  # type: dict   # RxData address -> _Delivered, until recycled
         self.icmp_error = S.EFI_SUCCESS
+        self.unresolved = []  # type: list   # [(deadline, token)]: transmits to ourselves (UNRESOLVED_DELAY)
         self.route_table = None  # driver memory handed out by GetModeData
         self.group_table = None
 
@@ -328,6 +339,7 @@ class Udp4Driver(ServiceBinding):
     FRAGMENT_PAYLOAD = IP4_FRAGMENT_PAYLOAD
     family = IPV4
     receive_data = staticmethod(efidefs.udp4_receive_data)
+    UNRESOLVED_DELAY = UNRESOLVED_DELAY
 
     def __init__(self, machine):
         self.machine = machine
@@ -424,13 +436,25 @@ class Udp4Driver(ServiceBinding):
 
     def cancel_tokens(self, child, token=0):
         """Udp4InstanceCancelToken: EFI_ABORTED for ``token`` (0: all). True if one was found."""
-        # Transmit tokens complete inside Transmit, so only receive tokens can still be pending
-        # (besides completions held back by the delay fault, which Cancel does not reach).
-        found = False
+        # Transmit tokens complete inside Transmit, so only receive tokens and transmits to the
+        # machine itself (still waiting for their ARP answer: Ip4Cancel finds them in the ARP
+        # queue, 32_udp_self_send) can still be pending -- besides completions held back by the
+        # delay fault, which Cancel does not reach.
+        found = self.abort_unresolved(child, token)
         for rx in list(child.rx_tokens):
             if token in (0, rx):
                 child.rx_tokens.remove(rx)
                 self.complete(child, rx, S.EFI_ABORTED)
+                found = True
+        return found
+
+    def abort_unresolved(self, child, token=0):
+        """EFI_ABORTED for the transmits to ourselves matching ``token`` (0: all); True if any."""
+        found = False
+        for entry in list(child.unresolved):
+            if token in (0, entry[1]):
+                child.unresolved.remove(entry)
+                self.complete(child, entry[1], S.EFI_ABORTED)
                 found = True
         return found
 
@@ -442,6 +466,9 @@ class Udp4Driver(ServiceBinding):
         # else -- EDK2 quirk (Udp4Configure, measured on OVMF: tests/firmware/DEVIATIONS 31_udp_queue):
         # Configured is cleared before Cancel(NULL), which then answers NOT_STARTED, so posted
         # receive tokens are NOT aborted; they stay queued and complete after a new Configure.
+        # Transmits to ourselves are aborted all the same: resetting the IP child cancels the
+        # frames in its ARP queue (measured on OVMF: 32_udp_self_send).
+        self.abort_unresolved(child)
         child.queue.clear()
         if child.delivered and not destroying:
             # EDK2 ASSERTs (debug builds) that every delivered datagram was recycled first (facts 4.2).
@@ -534,6 +561,11 @@ class Udp4Driver(ServiceBinding):
         ports = getattr(self.nic, "dns_ports", {})
         if ports.get(datagram.source) == datagram.sport and datagram.sport != 53:
             datagram.sport = 53  # the simulated DNS server on its real port speaks as port 53
+        if addressed_to_self(self.machine, self.family, datagram.source, datagram.sport, self):
+            # EDK2 quirk (no loopback, 32_udp_self_send): the NIC does not hear its own frames, so
+            # the machine's own broadcasts never reach its own children; the host's loopback
+            # delivers them, so they are dropped here.
+            return
         for child in list(self.children.values()):
             if child.configured and child.accepts(datagram):
                 copy = _Datagram(datagram.data, datagram.source, datagram.sport, datagram.destination,
@@ -603,6 +635,8 @@ class Udp4Driver(ServiceBinding):
         self.deliver_delayed()
         now = _now()
         for child in list(self.children.values()):
+            while child.unresolved and child.unresolved[0][0] <= now:
+                self.complete(child, child.unresolved.pop(0)[1], S.EFI_NO_MAPPING)
             timeout = child.config.ReceiveTimeout
             if not child.configured or not timeout:
                 continue
@@ -920,6 +954,10 @@ class Udp4Driver(ServiceBinding):
             return S.EFI_NOT_FOUND
         tx.token = token
         child.tokens.append(token)
+        if addressed_to_self(self.machine, self.family, tx.destination, tx.dport, self):
+            # EDK2 quirk (no loopback, UNRESOLVED_DELAY): nothing is sent; NO_MAPPING later.
+            child.unresolved.append((_now() + self.UNRESOLVED_DELAY, token))
+            return S.EFI_SUCCESS
         self.wire_send(child, tx)
         self.complete(child, token, S.EFI_SUCCESS)  # signalled before Transmit returns (OVMF)
         return S.EFI_SUCCESS

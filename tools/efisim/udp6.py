@@ -16,7 +16,8 @@ children, ledger and ephemeral-port counter, and the entry points whose structur
 * GetModeData: EFI_IP6_MODE_DATA, whose AddressList is a pool allocation the caller frees.
 
 Receiving, RecycleSignal, receive timeouts, ICMP errors (IPV6_RECVERR on the host socket),
-ports, Cancel and Poll are udp4's engine unchanged. There is no broadcast in IPv6.
+ports, Cancel and Poll are udp4's engine unchanged. There is no broadcast in IPv6. As in tcp6.py,
+a datagram to the machine itself is recognised by its port on ::1 (tcp4_tcb.addressed_to_self).
 """
 
 from __future__ import print_function
@@ -45,6 +46,11 @@ class Udp6Driver(Udp4Driver):
     FRAGMENT_PAYLOAD = IP6_FRAGMENT_PAYLOAD
     family = IPV6
     receive_data = staticmethod(efidefs.udp6_receive_data)
+    # EDK2 quirk (no loopback, as udp4.UNRESOLVED_DELAY): a datagram to the machine itself waits
+    # for a neighbour advertisement that never comes; Ip6Nd gives up after IP6_MAX_MULTICAST_SOLICIT
+    # (3) solicitations one RetransTimer (1 s) apart and fails the frame with EFI_NO_MAPPING. Read
+    # from Ip6Dxe, not measured: the fwtest probe has no UDP6.
+    UNRESOLVED_DELAY = 3.0
 
     def default_address(self):
         return self.nic.ip6.usable()
