@@ -125,6 +125,23 @@ def install():
     for name in _SOCKET_MODULES:
         if replaced.get(name) is not None:
             __import__(name)
+    _install_ssl()
+
+
+def _install_ssl():
+    """``ssl`` is bitsnet.ssl (TLS through the firmware's EFI_TLS_PROTOCOL, docs/tls.md) where
+    the interpreter has none -- BITS, or the simulator's model of it; a host keeps its own."""
+    if getattr(sys.modules.get("ssl"), "__name__", None) == "bitsnet.ssl":
+        return
+    try:
+        import ssl  # noqa: F401  (judged as the program's import under the simulator's BITS model)
+        return
+    except ImportError:
+        pass
+    from bitsnet import ssl as bitsnet_ssl
+    if sys.modules.get("ssl") is not None:
+        _RETIRED.append(sys.modules["ssl"])
+    sys.modules["ssl"] = bitsnet_ssl
 
 
 def installed():
