@@ -326,6 +326,8 @@ class BitsEnvironment(object):
             return no_module("thread" if PY2 else "_thread")
         if top == "bitsnet" or top in SIMULATOR_MODULES[:3]:
             return None
+        if str(getattr(sys.modules.get(name), "__name__", "")).startswith("bitsnet."):
+            return None  # bitsnet.install() put it there (ssl: bitsnet.ssl), as it does in BITS
         if top in self.boot_names and top not in MODELLED_BOOT:
             return no_module(name, " (BITS has it in /boot/python; the simulator does not)")
         if name in self.allowed:
