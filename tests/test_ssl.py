@@ -376,17 +376,23 @@ def test_check_hostname_needs_server_hostname(machine):
 
 
 # --- the standard library, unchanged, in tools/efirun.py -----------------------------------------
-def _efirun(script, args, timeout=90):
+def _efirun(script, args, timeout=90, env=None):
+    """Run a script in tools/efirun.py; (exit code, stdout, stderr). The firmware ledger it prints
+    at exit must be all zeros: no TLS child, pool, event or TCP child left behind."""
     command = [sys.executable, EFIRUN, "--ledger"] + conftest.STATION_ARGS + [os.path.join(SCRIPTS, script)]
     command += [str(a) for a in args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                            universal_newlines=True)
+                            universal_newlines=True, env=dict(os.environ, **(env or {})))
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
         pytest.fail("efirun timed out:\n%s\n%s" % (out, err))
+    ledger = [line for line in err.splitlines() if line.startswith("efirun ledger:")]
+    assert ledger, out + err
+    leaked = [item for item in ledger[-1].split()[2:] if not item.endswith("=0")]
+    assert not leaked, "efirun left %s behind:\n%s%s" % (leaked, out, err)
     return proc.returncode, out, err
 
 
@@ -405,3 +411,17 @@ def test_stdlib_https_wrong_host_is_an_error(pki):
     assert code == 0, out + err
     assert "error SSL" in out and "CERTIFICATE_VERIFY_FAILED" in out, out + err
     assert "sha256" not in out
+
+
+def test_bits_model_urlopen_uses_bitsnet_ssl(pki):
+    """Under the simulator's model of BITS's Python (no ssl module), bitsnet.install() makes
+    bitsnet.ssl the ``ssl`` module: urlopen("https://...") verifies with the default context."""
+    payload = peers.pattern(200000, seed=4)
+    bits = {"BITSNET_SIM_PYTHON": "bits"}
+    with HttpsPeer(pki, "good", {"f.bin": payload}) as peer:
+        code, out, err = _efirun("https_bits.py", [peer.url("f.bin"), os.path.join(pki, "ca.pem")], env=bits)
+        assert code == 0, out + err
+        assert "sha256 %s" % hashlib.sha256(payload).hexdigest() in out, out + err
+        code, out, err = _efirun("https_bits.py", [peer.url("f.bin"), os.path.join(pki, "ca2.pem")], env=bits)
+        assert code == 0, out + err
+        assert "error SSL CERTIFICATE_VERIFY_FAILED" in out, out + err
