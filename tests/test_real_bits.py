@@ -297,6 +297,8 @@ def test_unframe_joins_pieces_and_reads_the_status():
     assert output == ["short", "a" * 76 + "b" * 76 + "c", ""]
     assert status == 3
     assert bitsrun.unframe(["|x", bitsrun.START, "+partial"]) == (["partial"], None)
+    assert bitsrun.unframe([bitsrun.START, "|" + bitsrun.EXIT + "7", bitsrun.EXIT + "0"]) == \
+        ([bitsrun.EXIT + "7"], 0)  # a program that prints the marker does not end the run
 
 
 def test_clean_strips_terminal_escapes():

@@ -459,7 +459,7 @@ def unframe(lines):
             started = line.endswith(START) or line == START
             continue
         at = line.find(EXIT)
-        if at >= 0 and line[at + len(EXIT):].strip().lstrip("-").isdigit():
+        if at >= 0 and not line.startswith(("|", "+")) and line[at + len(EXIT):].strip().lstrip("-").isdigit():
             status = int(line[at + len(EXIT):].strip())
             break
         if line.startswith("+"):
@@ -523,8 +523,7 @@ def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor):
             if not started:
                 started = START in line
                 continue
-            at = line.find(EXIT)
-            if at >= 0:
+            if EXIT in line and not line.startswith(("|", "+")):  # the program's own text is framed
                 status = unframe([START, line])[1]
                 if status is not None:
                     break
