@@ -31,6 +31,7 @@ Linux), and ``errors.herror`` for reverse lookups.
 
 import collections
 import ctypes
+import errno
 import os
 import struct
 
@@ -79,6 +80,10 @@ H_MESSAGES = {HOST_NOT_FOUND: "Unknown host", TRY_AGAIN: "Host name lookup failu
 DNS_PORT = 53
 TIMEOUT = 2.0  # seconds per try; EDK2 forces its own RetryInterval to >= 2 s (facts 6.2)
 ATTEMPTS = 2  # rounds over the server list (glibc: "attempts:2")
+# RFC 5452 / RFC 6056: each query from a random source port as well as a random id, so that an
+# off-path forger must guess 32 bits, not 16. EDK2 hands out ephemeral UDP ports in sequence.
+SOURCE_PORTS = (49152, 65535)
+SOURCE_PORT_TRIES = 4  # ports tried before falling back to the firmware's choice
 MAX_CNAME_DEPTH = 8  # re-queries of a CNAME target
 CACHE_SIZE = 256  # cached answers; the oldest go first
 MAX_CACHE_TTL = 3600  # seconds: a lying TTL must not pin an answer for days
@@ -400,7 +405,7 @@ def _query_servers(qname, qtype, server_list):
         for server in server_list:
             ident = entropy.getrandbits(16)  # RFC 5452: unpredictable (BITS has no random)
             query = build_query(ident, qname, qtype)
-            ep = udp.UdpEndpoint()
+            ep = _query_endpoint(udp)
             try:
                 packet = _exchange(ep, query, server, ident, qname, qtype)
             finally:
@@ -419,6 +424,20 @@ def _query_servers(qname, qtype, server_list):
             ttl = min([r[2] for r in records] or [0])
             return records, ttl
     raise gaierror(failure)
+
+
+def _query_endpoint(udp):
+    """A UDP endpoint bound to a random port in SOURCE_PORTS (unbound if every try clashes)."""
+    ep = udp.UdpEndpoint()
+    low, high = SOURCE_PORTS
+    for _ in range(SOURCE_PORT_TRIES):
+        try:
+            ep.bind(("", low + entropy.randbelow(high - low + 1)))
+            break
+        except errors.error as e:
+            if e.errno != errno.EADDRINUSE:
+                break  # no address yet, no network: sendto will say so
+    return ep
 
 
 def _exchange(ep, query, server, ident, qname, qtype):

@@ -64,6 +64,7 @@ class DnsPeer(object):
         self.truncated = set(n.lower() for n in truncated)
         self.wrong_id = set(n.lower() for n in wrong_id)
         self.queries = []  # type: list
+        self.clients = []  # type: list   # (address, port) each query came from
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((HOST, 0))
         self.sock.settimeout(0.05)
@@ -90,6 +91,7 @@ class DnsPeer(object):
                 continue
             except (OSError, IOError):
                 return
+            self.clients.append(client)
             reply = self.answer(query)
             if reply:
                 try:

@@ -358,3 +358,15 @@ def test_text_host_names_resolve_without_the_idna_codec():
     from bitsnet import _socket
     assert _socket.gethostbyname(_NoIdnaText(u"localhost")) == "127.0.0.1"
     assert _socket.gethostbyname(u"localhost") == "127.0.0.1"
+
+
+@pytest.mark.machine(dns4=False)
+def test_own_client_queries_come_from_random_source_ports(net, peer):
+    # RFC 5452: a forger must guess the source port as well as the id.
+    dns.resolve("labserver.example")
+    dns.reset()
+    dns.resolve("labserver.example")
+    ports = [port for _address, port in peer.clients]
+    assert len(ports) == 2 and ports[0] != ports[1]
+    assert all(dns.SOURCE_PORTS[0] <= port <= dns.SOURCE_PORTS[1] for port in ports)
+    assert udp.live_endpoints() == 0

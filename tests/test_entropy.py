@@ -140,11 +140,16 @@ def test_the_rdrand_stub_runs_on_this_cpu():
 
 def test_dns_query_ids_come_from_entropy(monkeypatch):
     asked = []
-    monkeypatch.setattr(entropy, "getrandbits", lambda k: asked.append(k) or 0x5a5a)
+    monkeypatch.setattr(entropy, "getrandbits", lambda k: asked.append(k) or (0x5a5a if k == 16 else 1))
     seen = []
     monkeypatch.setattr(dns, "_exchange", lambda ep, query, server, ident, q, t: seen.append(ident))
 
+    ports = []
+
     class FakeEndpoint(object):
+        def bind(self, address):
+            ports.append(address[1])
+
         def close(self):
             pass
 
@@ -152,4 +157,5 @@ def test_dns_query_ids_come_from_entropy(monkeypatch):
     monkeypatch.setattr(udp, "UdpEndpoint", FakeEndpoint)
     with pytest.raises(errors.gaierror):
         dns._query_servers("name.example", dns.TYPE_A, ["127.0.0.1"])
-    assert asked == [16] * dns.ATTEMPTS and seen == [0x5a5a] * dns.ATTEMPTS
+    assert [k for k in asked if k == 16] == [16] * dns.ATTEMPTS and seen == [0x5a5a] * dns.ATTEMPTS
+    assert ports == [dns.SOURCE_PORTS[0] + 1] * dns.ATTEMPTS  # source ports from entropy too
