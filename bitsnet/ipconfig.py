@@ -293,9 +293,9 @@ def _restore_lapic_timer():
     Returns "restored", "running" (the LAPIC timer runs: the tick comes from elsewhere),
     "done" (restored once already) or "absent" (no LAPIC access: not BITS).
 
-    BITS quirk: its SMP start-up leaves the local APIC timer stopped, and OVMF's UEFI tick comes
-    from it (docs/bits-environment.md section 7; bitsnet/lapic.py). Restarting it is safe only there, so
-    only when the timer is found stopped: a running LAPIC timer is left alone.
+    BITS's SMP start-up leaves the local APIC timer stopped, and OVMF's UEFI tick comes from it
+    (docs/bits-environment.md section 7; bitsnet/lapic.py). Restarting it is safe only there,
+    so only when the timer is found stopped: a running LAPIC timer is left alone.
     """
     if _state["timer_restored"]:
         return "done"
@@ -326,6 +326,8 @@ def check_timer(window=None):
     remedy."""
     if timer_ticks(window):
         return "ticks"
+    # BITS quirk: its SMP start-up leaves OVMF's tick source, the LAPIC timer, stopped
+    # (docs/bits-environment.md section 7).
     outcome = _restore_lapic_timer()
     if outcome == "restored" and timer_ticks(window):
         return "restarted"
