@@ -95,7 +95,7 @@ SSL_ERROR_EOF = 8
 SSL_ERROR_INVALID_ERROR_CODE = 10
 _PROTOCOL_NAMES = {PROTOCOL_TLS: "TLS", PROTOCOL_TLSv1: "TLSv1", PROTOCOL_TLSv1_1: "TLSv1.1",
                    PROTOCOL_TLSv1_2: "TLSv1.2", PROTOCOL_TLS_CLIENT: "TLS_CLIENT", PROTOCOL_TLS_SERVER: "TLS_SERVER"}
-socket_error = OSError if _PY3 else IOError
+socket_error = _bitsnet_socket.error  # OSError; on 2.7 socket.error, which urllib2 turns into URLError
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -595,6 +595,8 @@ class SSLSocket(object):
             child = _configured_child(context, server_hostname)
             self._check_in_python = not child.verifies_host
             self._session = _tls.TlsSession(child, transport)
+            if child.verifies_host:
+                self._session.verify_host_name = server_hostname
             self._hook_select()
             connected = True
             try:

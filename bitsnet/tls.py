@@ -267,6 +267,7 @@ class TlsSession(object):
         self.handshake_messages = bytearray()  # the server's plaintext handshake (TLS 1.2)
         self.server_ccs = False  # the server's ChangeCipherSpec seen: its handshake is encrypted now
         self.sent_alert = None
+        self.verify_host_name = None  # the name given with EfiTlsVerifyHost (for the error message)
 
     # -- transport
     def flush(self):
@@ -349,8 +350,12 @@ class TlsSession(object):
                     pass
         self.sent_alert = alert
         if alert in CERTIFICATE_ALERTS:
+            reason = ALERT_REASONS[alert]
+            if alert in (42, 46) and self.verify_host_name:
+                # OVMF's OpenSSL reports a host-name mismatch as bad_certificate (docs/tls.md 3.3)
+                reason = "the certificate is not valid for %r, or is otherwise unusable" % (self.verify_host_name,)
             raise TlsFailure("verify", "certificate verify failed: %s (the firmware's TLS sent alert %d %s)"
-                             % (ALERT_REASONS[alert], alert, ALERTS[alert]), status, alert)
+                             % (reason, alert, ALERTS[alert]), status, alert)
         raise TlsFailure("protocol", "handshake failed: EFI_TLS_PROTOCOL.BuildResponsePacket returned %s%s"
                          % (status_name(status), "" if alert is None else " (alert %d %s)" % (
                              alert, ALERTS.get(alert, "?"))), status, alert)

@@ -21,9 +21,10 @@ TlsImpl.c) over CryptoPkg's TlsLib (docs/tls.md has each fact with its source):
 * CA certificates (DER or PEM) go to one store for the whole service (the SSL_CTX), as EDK2's
   TlsSetCaCertificate does: a CA given to one child is trusted by every later child.
 
-The TLS engine is the host's OpenSSL through Python 3's ``ssl.MemoryBIO`` + ``SSLObject``, so
-the peers are real HTTPS servers on loopback. Python 2.7 has no MemoryBIO: there the driver is
-not installed (``available()`` says why) and TLS tests skip. Not modelled: EfiTlsCipherList
+The TLS engine is the host's OpenSSL through Python 3's ``ssl.MemoryBIO`` + ``SSLObject``
+(tools/efisim/tls_engine.py), so the peers are real HTTPS servers on loopback. Python 2.7 has no
+MemoryBIO: there each connection's engine runs in a python3 helper process over a pipe; with no
+python3 at all the driver is not installed (``available()`` says why) and TLS tests skip. Not modelled: EfiTlsCipherList
 (accepted, the engine chooses), server mode, ClientRandom/ServerRandom/KeyMaterial (EFI_UNSUPPORTED
 here: Python's ssl does not expose them).
 """
@@ -36,20 +37,28 @@ import struct
 from ctypes import POINTER, c_void_p
 
 from bitsnet import efidefs_tls as T
-from efisim import uefi
+from efisim import tls_engine, uefi
 from efisim.firmware import FIRMWARE, efiapi
 
 S = uefi
 PROFILES = ("edk2", "edk2-2019")  # edk2-2019: TlsDxe before EfiTlsVerifyHost (CVE-2019-14553 fix)
-_VERSIONS = {0x0301: "TLSv1", 0x0302: "TLSv1_1", 0x0303: "TLSv1_2"}
+_VERSIONS = {0x0301: "TLSv1", 0x0302: "TLSv1_1", 0x0303: "TLSv1_2"}  # ssl.TLSVersion names
 
 
 def available():
-    """(True, "") or (False, why): can this host Python run the TLS engine?"""
-    if not hasattr(_hostssl, "MemoryBIO"):
-        return False, "Python %s's ssl has no MemoryBIO (the simulated TlsDxe needs Python 3)" % (
-            ".".join(str(v) for v in __import__("sys").version_info[:2]))
-    return True, ""
+    """(True, "") or (False, why): can the TLS engine run here (in this Python, or in a python3
+    helper process for Python 2.7, tls_engine.RemoteEngine)?"""
+    if tls_engine.available() or tls_engine.find_python3() is not None:
+        return True, ""
+    return False, ("Python %s's ssl has no MemoryBIO and no python3 is on PATH for the TLS engine helper "
+                   "(BITSNET_PYTHON3)" % ".".join(str(v) for v in __import__("sys").version_info[:2]))
+
+
+def _engine(child, cas):
+    """A TLS connection set up as the child's session data says (TlsLib's TlsNew + settings)."""
+    cls = tls_engine.Engine if tls_engine.available() else tls_engine.RemoteEngine
+    return cls(bool(child.verify & T.EFI_TLS_VERIFY_PEER), _VERSIONS.get(child.version), child.verify_host,
+               list(cas))
 
 
 def _address(pointer):
@@ -58,90 +67,6 @@ def _address(pointer):
     if isinstance(pointer, int) or type(pointer).__name__ == "long":
         return int(pointer)
     return ctypes.cast(pointer, c_void_p).value or 0
-
-
-class _Engine(object):
-    """One TLS connection of the host's OpenSSL over memory BIOs (TlsLib's TLS_CONNECTION)."""
-
-    def __init__(self, child, cas):
-        context = _hostssl.SSLContext(_hostssl.PROTOCOL_TLS_CLIENT)
-        context.check_hostname = False
-        context.verify_mode = _hostssl.CERT_REQUIRED if child.verify & T.EFI_TLS_VERIFY_PEER else _hostssl.CERT_NONE
-        if child.version in _VERSIONS:
-            version = getattr(_hostssl.TLSVersion, _VERSIONS[child.version])
-            context.minimum_version = context.maximum_version = version
-        for der in cas:
-            context.load_verify_locations(cadata=der)
-        hostname = None
-        if child.verify_host is not None and child.verify & T.EFI_TLS_VERIFY_PEER:
-            hostname = child.verify_host
-            context.check_hostname = True
-        self.context = context
-        self.incoming = _hostssl.MemoryBIO()
-        self.outgoing = _hostssl.MemoryBIO()
-        self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=False, server_hostname=hostname)
-        self.finished = False
-        self.error = None  # type: object
-
-    def handshake(self, data=None):
-        """Feed ``data``; True if the handshake failed (its alert is in ``outgoing``)."""
-        if data:
-            self.incoming.write(data)
-        try:
-            self.obj.do_handshake()
-            self.finished = True
-        except _hostssl.SSLWantReadError:
-            pass
-        except (_hostssl.SSLError, ValueError) as exc:
-            self.error = exc
-            return True
-        return False
-
-    def take(self):
-        return self.outgoing.read()
-
-    def alert(self, data):
-        """TlsHandleAlert: feed the record to SSL_read, ignore what it says."""
-        if data:
-            self.incoming.write(data)
-        try:
-            self.obj.read(32768)
-        except (_hostssl.SSLError, ValueError):
-            pass
-
-    def encrypt(self, payload):
-        self.obj.write(payload)
-        return self.outgoing.read()
-
-    def decrypt(self, record):
-        """The plaintext of one record; raises on a bad record."""
-        self.incoming.write(record)
-        out = []
-        while True:
-            try:
-                piece = self.obj.read(T.TLS_PLAINTEXT_RECORD_MAX_PAYLOAD_LENGTH)
-            except _hostssl.SSLWantReadError:
-                break
-            if not piece:
-                break
-            out.append(piece)
-        return b"".join(out)
-
-    def close(self):
-        try:
-            self.obj.unwrap()
-        except (_hostssl.SSLError, ValueError):
-            pass
-        return self.outgoing.read()
-
-    def cipher_id(self):
-        cipher = self.obj.cipher()
-        if not cipher:
-            return None
-        for entry in self.context.get_ciphers():
-            if entry.get("name") == cipher[0]:
-                return entry["id"] & 0xFFFF
-        return None
 
 
 class TlsChild(object):
@@ -198,6 +123,9 @@ class TlsDriver(object):
         with FIRMWARE.lock:
             for child in list(self.children.values()):
                 self._destroy(child)
+            for child, _ in self._retired:
+                if child.engine is not None:
+                    child.engine.shutdown()
             FIRMWARE.uninstall_protocol(self.handle, T.EFI_TLS_SERVICE_BINDING_PROTOCOL_GUID)
 
     # ------------------------------------------------------------------ service binding
@@ -236,7 +164,9 @@ class TlsDriver(object):
         cell = FIRMWARE.free_handle(child.handle)
         self._retired.append((child, cell))
         del self._retired[:-64]
-        child.engine = None
+        engine, child.engine = child.engine, None
+        if engine is not None:
+            engine.shutdown()
 
     def _call(self, table, this, body, args):
         with FIRMWARE.lock:
@@ -361,9 +291,8 @@ class TlsDriver(object):
         if data is None:
             if child.state == T.EfiTlsSessionNotStarted:
                 if not child.pending:
-                    child.engine = _Engine(child, self.cas)
-                    child.engine.handshake()
-                    child.pending = child.engine.take()
+                    child.engine = _engine(child, self.cas)
+                    child.pending = child.engine.handshake()[1]
                 status = self._emit(child, buffer, size_pointer)
                 if status != S.EFI_SUCCESS:
                     return status
@@ -383,11 +312,10 @@ class TlsDriver(object):
             return S.EFI_NOT_READY
         engine = child.engine
         if engine is None:  # a request before the ClientHello: TlsDoHandshake starts the handshake
-            child.engine = engine = _Engine(child, self.cas)
+            child.engine = engine = _engine(child, self.cas)
         if not engine.finished:
             if not child.pending:
-                failed = engine.handshake(data)
-                child.pending = engine.take()
+                failed, child.pending = engine.handshake(data)
                 if failed:
                     return S.EFI_ABORTED  # the alert stays pending (OutBio), state unchanged
             status = self._emit(child, buffer, size_pointer)
@@ -395,8 +323,7 @@ class TlsDriver(object):
                 child.state = T.EfiTlsSessionDataTransferring
             return status
         if not child.pending:
-            engine.alert(data)
-            child.pending = engine.take()
+            child.pending = engine.alert(data)
         status = self._emit(child, buffer, size_pointer)
         if status not in (S.EFI_SUCCESS, S.EFI_BUFFER_TOO_SMALL):
             child.state = T.EfiTlsSessionError
@@ -450,11 +377,10 @@ class TlsDriver(object):
             if mode == T.EfiTlsEncrypt:
                 out.append(child.engine.encrypt(record[T.TLS_RECORD_HEADER_LENGTH:]))
                 continue
-            try:
-                plain = child.engine.decrypt(record)
-            except (_hostssl.SSLError, ValueError):
+            ok, plain, alert = child.engine.decrypt(record)
+            if not ok:
                 child.state = T.EfiTlsSessionError
-                child.pending += child.engine.take()  # the alert BuildResponsePacket hands out next
+                child.pending += alert  # what BuildResponsePacket (NULL) hands out next
                 return S.EFI_ABORTED
             out.append(record[:3] + struct.pack("<H", len(plain)) + plain)  # host-order Length (quirk)
         result = b"".join(out)
@@ -504,15 +430,15 @@ def _certificate(raw):
     """DER bytes of the certificate ``raw`` holds (DER or PEM), or None."""
     if raw.lstrip().startswith(b"-----BEGIN"):
         try:
-            return _hostssl.PEM_cert_to_DER_cert(raw.decode("ascii"))
-        except (ValueError, UnicodeError):
+            raw = _hostssl.PEM_cert_to_DER_cert(raw.decode("ascii"))
+        except (ValueError, UnicodeError, TypeError):
             return None
-    scratch = _hostssl.SSLContext(_hostssl.PROTOCOL_TLS_CLIENT)
+    scratch = _hostssl.SSLContext(getattr(_hostssl, "PROTOCOL_TLS_CLIENT", _hostssl.PROTOCOL_SSLv23))
     try:
-        scratch.load_verify_locations(cadata=raw)
-    except (_hostssl.SSLError, ValueError):
+        scratch.load_verify_locations(cadata=bytes(raw))
+    except (_hostssl.SSLError, ValueError, TypeError):
         return None
-    return raw
+    return bytes(raw)
 
 
 def install(machine, profile="edk2"):

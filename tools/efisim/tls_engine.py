@@ -1,0 +1,243 @@
+"""The TLS engine behind the simulated TlsDxe (tools/efisim/tls.py): the host's OpenSSL over
+memory BIOs, one connection per ``Engine`` -- what CryptoPkg's TlsLib is to EDK2's TlsDxe.
+
+Python 3's ``ssl.MemoryBIO`` + ``SSLObject`` do the work. Python 2.7's ssl has neither, so a
+simulator running on 2.7 gets ``RemoteEngine``: the same methods, carried out by this file run
+as a Python 3 helper process (``python3 tls_engine.py``), one per connection, over a pipe:
+
+  request  op (1 byte) + length (4 bytes, big-endian) + payload
+  reply    flags (1 byte) + length + payload
+  ops      I init (payload: repr of a dict: verify, version, hostname, cas as hex), H handshake,
+           A alert, E encrypt, D decrypt, C close, X cipher id, Q quit
+  flags    1 failed, 2 finished (H); 1 failed (D)
+
+``find_python3()`` says where the helper's interpreter is (BITSNET_PYTHON3, else python3 on
+PATH), or None: then the 2.7 simulator has no TlsDxe and the TLS tests skip.
+"""
+
+from __future__ import absolute_import
+
+import os
+import ssl
+import struct
+import subprocess
+import sys
+
+PLAIN_MAX = 16384
+
+
+class Engine(object):
+    """One client connection (TlsLib's TLS_CONNECTION); raises nothing from the TLS itself."""
+
+    def __init__(self, verify, version, hostname, cas):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
+        if version:
+            context.minimum_version = context.maximum_version = getattr(ssl.TLSVersion, version)
+        for der in cas:
+            context.load_verify_locations(cadata=der)
+        if hostname is not None and verify:
+            context.check_hostname = True
+        else:
+            hostname = None
+        self.context = context
+        self.incoming = ssl.MemoryBIO()
+        self.outgoing = ssl.MemoryBIO()
+        self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=False, server_hostname=hostname)
+        self.finished = False
+
+    def handshake(self, data=b""):
+        """(failed, output): feed ``data`` and step the handshake (TlsDoHandshake)."""
+        if data:
+            self.incoming.write(data)
+        failed = False
+        try:
+            self.obj.do_handshake()
+            self.finished = True
+        except ssl.SSLWantReadError:
+            pass
+        except (ssl.SSLError, ValueError):
+            failed = True  # the alert OpenSSL built is in outgoing
+        return failed, self.outgoing.read()
+
+    def alert(self, data):
+        """TlsHandleAlert: SSL_read over the record, whatever it says; the output."""
+        if data:
+            self.incoming.write(data)
+        try:
+            self.obj.read(32768)
+        except (ssl.SSLError, ValueError):
+            pass
+        return self.outgoing.read()
+
+    def encrypt(self, payload):
+        self.obj.write(payload)
+        return self.outgoing.read()
+
+    def decrypt(self, record):
+        """(ok, plaintext, output): ok False when the record does not decrypt."""
+        self.incoming.write(record)
+        out = []
+        while True:
+            try:
+                piece = self.obj.read(PLAIN_MAX)
+            except ssl.SSLWantReadError:
+                break
+            except (ssl.SSLError, ValueError):
+                return False, b"", self.outgoing.read()
+            if not piece:
+                break
+            out.append(piece)
+        return True, b"".join(out), self.outgoing.read()
+
+    def close(self):
+        try:
+            self.obj.unwrap()
+        except (ssl.SSLError, ValueError):
+            pass
+        return self.outgoing.read()
+
+    def cipher_id(self):
+        cipher = self.obj.cipher()
+        if not cipher:
+            return None
+        for entry in self.context.get_ciphers():
+            if entry.get("name") == cipher[0]:
+                return entry["id"] & 0xFFFF
+        return None
+
+    def shutdown(self):
+        pass
+
+
+def available():
+    """Whether this Python can run ``Engine`` itself."""
+    return hasattr(ssl, "MemoryBIO")
+
+
+def find_python3():
+    path = os.environ.get("BITSNET_PYTHON3")
+    if path:
+        return path
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(directory, "python3")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _read_exactly(stream, n):
+    data = b""
+    while len(data) < n:
+        piece = stream.read(n - len(data))
+        if not piece:
+            raise EOFError("the TLS engine helper went away")
+        data += piece
+    return data
+
+
+class RemoteEngine(object):
+    """``Engine``'s methods, run by a Python 3 helper process (for a 2.7 simulator)."""
+
+    def __init__(self, verify, version, hostname, cas):
+        python = find_python3()
+        if python is None:
+            raise RuntimeError("no python3 for the TLS engine helper (set BITSNET_PYTHON3)")
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__.replace(".pyc", ".py"))],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        self.finished = False
+        config = {"verify": bool(verify), "version": version, "hostname": hostname,
+                  "cas": [bytearray(der).hex() if hasattr(bytearray, "hex") else _hex(der) for der in cas]}
+        self._ask(b"I", repr(config).encode("ascii"))
+
+    def _ask(self, op, payload=b""):
+        self.proc.stdin.write(op + struct.pack(">I", len(payload)) + payload)
+        self.proc.stdin.flush()
+        head = _read_exactly(self.proc.stdout, 5)
+        flags, n = struct.unpack(">BI", head)
+        return flags, _read_exactly(self.proc.stdout, n)
+
+    def handshake(self, data=b""):
+        flags, out = self._ask(b"H", data or b"")
+        if flags & 2:
+            self.finished = True
+        return bool(flags & 1), out
+
+    def alert(self, data):
+        return self._ask(b"A", data)[1]
+
+    def encrypt(self, payload):
+        return self._ask(b"E", payload)[1]
+
+    def decrypt(self, record):
+        flags, payload = self._ask(b"D", record)
+        if flags & 1:
+            return False, b"", payload
+        n = struct.unpack(">I", payload[:4])[0]
+        return True, payload[4:4 + n], payload[4 + n:]
+
+    def close(self):
+        return self._ask(b"C")[1]
+
+    def cipher_id(self):
+        payload = self._ask(b"X")[1]
+        return struct.unpack(">H", payload)[0] if payload else None
+
+    def shutdown(self):
+        if self.proc.poll() is None:
+            try:
+                self._ask(b"Q")
+            except (EOFError, IOError, OSError):
+                pass
+            try:
+                self.proc.stdin.close()
+            except (IOError, OSError):
+                pass
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
+def _hex(data):
+    import binascii
+    return binascii.hexlify(bytes(data)).decode("ascii")
+
+
+def serve(stdin, stdout):
+    """The helper's loop: one Engine, requests until Q or end of input."""
+    import ast
+    engine = None
+    while True:
+        head = stdin.read(5)
+        if len(head) < 5:
+            return
+        op, n = head[:1], struct.unpack(">I", head[1:])[0]
+        payload = _read_exactly(stdin, n)
+        flags, out = 0, b""
+        if op == b"I":
+            config = ast.literal_eval(payload.decode("ascii"))
+            engine = Engine(config["verify"], config["version"], config["hostname"],
+                            [bytes.fromhex(h) for h in config["cas"]])
+        elif op == b"H":
+            failed, out = engine.handshake(payload)
+            flags = (1 if failed else 0) | (2 if engine.finished else 0)
+        elif op == b"A":
+            out = engine.alert(payload)
+        elif op == b"E":
+            out = engine.encrypt(payload)
+        elif op == b"D":
+            ok, plain, alert = engine.decrypt(payload)
+            flags, out = (0, struct.pack(">I", len(plain)) + plain + alert) if ok else (1, alert)
+        elif op == b"C":
+            out = engine.close()
+        elif op == b"X":
+            cipher = engine.cipher_id()
+            out = struct.pack(">H", cipher) if cipher is not None else b""
+        stdout.write(struct.pack(">BI", flags, len(out)) + out)
+        stdout.flush()
+        if op == b"Q":
+            return
+
+
+if __name__ == "__main__":
+    serve(sys.stdin.buffer, sys.stdout.buffer)
