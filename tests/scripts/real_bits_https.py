@@ -1,0 +1,74 @@
+"""HTTPS in real BITS through the firmware's TLS (run by tests/test_ssl_realbits.py via tools/bitsrun.py).
+
+    real_bits_https.py PLAIN_URL_BASE HTTPS_URL_BASE SIZE
+
+PLAIN_URL_BASE serves ca.pem and data.bin over plain HTTP, HTTPS_URL_BASE serves data.bin over
+HTTPS with a certificate from that CA for the host's address. Prints, one per line:
+  tls service binding present|absent
+  plain round N start / plain round N done bytes=B seconds=S sha256=HEX
+  https round N start / https round N done bytes=B seconds=S sha256=HEX
+  wrong host: <the SSLError>
+  https version=... cipher=...
+"""
+
+from __future__ import print_function
+
+import hashlib
+import socket
+import sys
+import time
+
+import urllib2
+
+import bitsnet
+from bitsnet import dns, tls
+
+bitsnet.install()
+import ssl  # noqa: E402  (bitsnet.ssl: BITS has none)
+
+ROUNDS = 2
+
+
+def fetch(urlopen_args, label, round_number):
+    print("%s round %d start" % (label, round_number))
+    start = time.time()
+    response = urllib2.urlopen(*urlopen_args)
+    digest = hashlib.sha256()
+    got = 0
+    while True:
+        chunk = response.read(65536)
+        if not chunk:
+            break
+        digest.update(chunk)
+        got += len(chunk)
+    response.close()
+    print("%s round %d done bytes=%d seconds=%.3f sha256=%s" % (label, round_number, got, time.time() - start,
+                                                                   digest.hexdigest()))
+
+
+def main(argv):
+    plain, https, size = argv[1], argv[2], int(argv[3])
+    print("ssl module %s, expecting %d bytes" % (ssl.__name__, size))
+    print("tls service binding %s" % ("present" if tls.service_handle() is not None else "absent"))
+    pem = urllib2.urlopen(plain + "/ca.pem", timeout=60).read()
+    context = ssl.create_default_context(cadata=pem.decode("ascii"))
+    for n in range(ROUNDS):
+        fetch((plain + "/data.bin", None, 120), "plain", n)
+    for n in range(ROUNDS):
+        fetch((https + "/data.bin", None, 120, None, None, False, context), "https", n)
+    host = https.split("/")[2].split(":")[0]
+    port = int(https.split("/")[2].split(":")[1])
+    raw = socket.create_connection((host, port), 60)
+    tls_socket = context.wrap_socket(raw, server_hostname=host)
+    print("https version=%s cipher=%s" % (tls_socket.version(), tls_socket.cipher()[0]))
+    tls_socket.close()
+    dns.hosts.add(host, "wrong.test")
+    try:
+        urllib2.urlopen(https.replace(host, "wrong.test") + "/data.bin", None, 60, None, None, False, context)
+        print("wrong host: accepted (BAD)")
+    except urllib2.URLError as exc:  # ssl.SSLError is a socket.error, which urllib2 wraps
+        print("wrong host: %s" % (exc.reason,))
+    print("live tls children %d" % tls.live_children())
+
+
+main(sys.argv)

@@ -1,0 +1,189 @@
+"""HTTPS in real BITS (issue 23): BITS 2079 on Debian's OVMF under QEMU (tools/bitsrun.py), the
+firmware's own TlsDxe doing TLS for bitsnet.ssl, unmodified urllib2 on top.
+
+One boot runs tests/scripts/real_bits_https.py: a plain-HTTP and an HTTPS download of the same
+file from servers in the run's network namespace (10.0.2.2 to the guest; the host's ssl on the
+server side, a test CA made here with ``openssl``: RSA 2048, SHA-256), checksums and rates side
+by side, and a connection under a host name the certificate does not name, which must fail
+verification. The figures are printed (``pytest -s``) and appended to build/bitsrun/figures.txt.
+
+Marker ``realbits``; skipped, with the reason, where QEMU, OVMF, namespaces, the BITS image or
+``openssl`` are missing.
+"""
+
+from __future__ import print_function
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import bitsrun  # noqa: E402
+import peers  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "tests", "scripts", "real_bits_https.py")
+SIZE = 2 * 1024 * 1024
+PLAIN_PORT = 8081
+HTTPS_PORT = 8443
+GUEST_HOST = "10.0.2.2"
+BOOT_TIMEOUT = 400
+FIGURES = os.path.join(ROOT, "build", "bitsrun", "figures.txt")
+OPENSSL = shutil.which("openssl") if hasattr(shutil, "which") else None
+
+
+def _why_not():
+    if sys.version_info[0] < 3:
+        return "the HTTPS peers here use Python 3's ssl"
+    if not OPENSSL:
+        return "the openssl command is needed to make the test CA"
+    return bitsrun.unavailable(install=os.environ.get("FWTEST_INSTALL") == "1")
+
+
+REASON = _why_not()
+pytestmark = [pytest.mark.realbits, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+
+def _make_pki(d):
+    """ca.pem/ca.key and server.pem/server.key for 10.0.2.2 (valid from yesterday: the guest's RTC
+    may lag the host's clock a little)."""
+    def run(*args):
+        subprocess.check_call((OPENSSL,) + args, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=60)
+    run("req", "-x509", "-newkey", "rsa:2048", "-sha256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "3", "-subj", "/CN=bitsnet realbits CA", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", "-newkey", "rsa:2048", "-sha256", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+        "-subj", "/CN=bits-host.test", "-addext", "subjectAltName=IP:%s,DNS:bits-host.test" % GUEST_HOST)
+    with open(os.path.join(d, "ca.cnf"), "w") as f:
+        f.write("[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\n"
+                "policy=p\ncopy_extensions=copy\nunique_subject=no\n[p]\ncommonName=supplied\n")
+    open(os.path.join(d, "index.txt"), "w").close()
+    with open(os.path.join(d, "serial"), "w") as f:
+        f.write("2000\n")
+    start = time.strftime("%Y%m%d%H%M%SZ", time.gmtime(time.time() - 86400))
+    end = time.strftime("%Y%m%d%H%M%SZ", time.gmtime(time.time() + 3 * 86400))
+    run("ca", "-batch", "-config", "ca.cnf", "-notext", "-cert", "ca.pem", "-keyfile", "ca.key", "-in", "server.csr",
+        "-out", "server.pem", "-startdate", start, "-enddate", end)
+
+
+def _serve(server):
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.daemon = True
+    thread.start()
+
+
+def _peers_in_namespace(d, payload):
+    """setup(): in the run's namespace, plain HTTP (ca.pem, data.bin) and HTTPS (data.bin)."""
+    def setup():
+        import socketserver
+        import ssl
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        files = {"/data.bin": payload, "/ca.pem": open(os.path.join(d, "ca.pem"), "rb").read()}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                shared = getattr(self.connection, "shared_ciphers", None)
+                if shared is not None and not os.path.exists(os.path.join(d, "offered.txt")):
+                    with open(os.path.join(d, "offered.txt"), "w") as f:  # what the firmware offers
+                        f.write("%s %s\n" % (self.connection.version(), " ".join(c[0] for c in shared() or ())))
+                body = files.get(self.path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        class Server(socketserver.ThreadingMixIn, HTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        plain = Server(("127.0.0.1", PLAIN_PORT), Handler)
+        secure = Server(("127.0.0.1", HTTPS_PORT), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.path.join(d, "server.pem"), os.path.join(d, "server.key"))
+        # Debian's OVMF (2022.11) offers RSA and DHE key exchange only (its OpenSSL has no EC):
+        # Python's default server ciphers (ECDHE, and DHE without parameters) share none with it.
+        context.set_ciphers("ECDHE+AESGCM:AESGCM:AES:!aNULL:!eNULL:@SECLEVEL=1")
+        secure.socket = context.wrap_socket(secure.socket, server_side=True, do_handshake_on_connect=False)
+        _serve(plain)
+        _serve(secure)
+        return {"plain": "http://%s:%d" % (GUEST_HOST, PLAIN_PORT), "https": "https://%s:%d" % (GUEST_HOST, HTTPS_PORT)}
+    return setup
+
+
+@pytest.fixture(scope="module")
+def https_run(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("realbits-pki"))
+    _make_pki(d)
+    payload = peers.pattern(SIZE, seed=23)
+    result = bitsrun.run(script=SCRIPT, args=["{plain}", "{https}", str(SIZE)], setup=_peers_in_namespace(d, payload),
+                         timeout=BOOT_TIMEOUT)
+    print("\n".join(result.output))
+    offered = os.path.join(d, "offered.txt")
+    if os.path.exists(offered):
+        print("firmware TLS offered (as the server shares it): " + open(offered).read())
+    return result, hashlib.sha256(payload).hexdigest()
+
+
+def _rounds(result, label):
+    """[(bytes, guest seconds, sha256, host seconds)] of each round (host seconds: between the
+    start and done lines reaching the console; the guest's clock is the TSC under TCG)."""
+    starts, out = {}, []
+    for line, at in zip(result.output, result.times):
+        match = re.match(r"^%s round (\d+) (start|done)(?: bytes=(\d+) seconds=([\d.]+) sha256=(\w+))?" % label, line)
+        if not match:
+            continue
+        if match.group(2) == "start":
+            starts[match.group(1)] = at
+        else:
+            seconds = at - starts.get(match.group(1), at)
+            out.append((int(match.group(3)), float(match.group(4)), match.group(5), seconds))
+    return out
+
+
+def test_firmware_tls_present(https_run):
+    result, _ = https_run
+    assert [line for line in result.output if line.startswith("ssl module bitsnet.ssl")], result.output
+    assert "tls service binding present" in result.output
+
+
+def test_https_download_and_rate(https_run):
+    result, digest = https_run
+    plain, https = _rounds(result, "plain"), _rounds(result, "https")
+    assert https and plain, "\n".join(result.console[-40:])
+    for size, _, sha, _ in plain + https:
+        assert size == SIZE and sha == digest
+    best_plain = max(SIZE / max(r[3], 0.001) / 1e6 for r in plain)
+    best_https = max(SIZE / max(r[3], 0.001) / 1e6 for r in https)
+    text = "real BITS %s: https %.3f MB/s, plain http %.3f MB/s (%d bytes, best of %d, host clock)" % (
+        time.strftime("%Y-%m-%d"), best_https, best_plain, SIZE, len(https))
+    directory = os.path.dirname(FIGURES)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    with open(FIGURES, "a") as handle:
+        handle.write(text + "\n")
+    print(text)
+    version = [line for line in result.output if line.startswith("https version=")]
+    assert version and "TLSv1.2" in version[0]
+
+
+def test_wrong_host_name_refused(https_run):
+    result, _ = https_run
+    wrong = [line for line in result.output if line.startswith("wrong host: ")]
+    assert wrong and "CERTIFICATE_VERIFY_FAILED" in wrong[0], result.output
+    assert "live tls children 0" in result.output
+    assert result.status == 0, result.output
