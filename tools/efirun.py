@@ -133,7 +133,8 @@ def build_parser():
     net.add_argument("--timer-stopped", action="store_true",
                      help="the firmware timer tick is stopped: no background processing, no DHCP")
     net.add_argument("--faults", default="", metavar="SPEC",
-                     help="fault plan (tools/efisim/faults.py): mixed, delay=0.05,rx_piece=1, burst=200, ...")
+                     help="fault plan (tools/efisim/faults.py): mixed, delay=0.05,rx_piece=1, burst=200, ...; "
+                          "at exit one line 'efirun faults injected: [(NAME, COUNT), ...]' goes to stderr")
     run = parser.add_argument_group("the run")
     run.add_argument("--lab", action="store_true",
                      help="start tools/lab.py's peers (HTTP, TCP+UDP echo, DNS) on 127.0.0.1 for the run; "
@@ -469,6 +470,10 @@ def boot_and_run(booted, opts, program_args, bitsenv=None):
             print("efirun: firmware faults:\n" + "\n".join(booted.firmware.crashes), file=sys.stderr)
         if opts.ledger:
             print(ledger_line(booted.firmware), file=sys.stderr)
+        if opts.faults:
+            # What fired, for tests (a program under BITS's Python cannot import efisim to ask).
+            injected = getattr(getattr(booted, "faults", None), "injected", {})
+            print("efirun faults injected: %s" % sorted(injected.items()), file=sys.stderr)
         booted.shutdown()
     return status
 

@@ -90,6 +90,7 @@ PY3_NAMES = {
     "repr": ("reprlib",), "_abcoll": ("collections.abc",), "dummy_thread": ("_dummy_thread",),
     "urllib": ("urllib", "urllib.parse", "urllib.request", "urllib.error", "urllib.response"),
     "_sha": ("_sha1",), "mimetools": (), "rfc822": (), "UserDict": (),
+    "imp": ("imp", "importlib", "importlib.util", "importlib.machinery", "importlib.abc"),  # 3.12 drops imp
 }
 
 
@@ -193,6 +194,7 @@ class BitsEnvironment(object):
         self._real_import = None
         self._saved = None  # type: Optional[tuple]
         self._held = []  # type: list  # the simulator's bitsnet modules, out of sys.modules
+        self._host_main = None  # type: Optional[int]  # id of the host's own __main__ namespace
         self._load_standins()
 
     # ----------------------------------------------------------------------------- stand-ins
@@ -224,6 +226,8 @@ class BitsEnvironment(object):
         for name in list(sys.modules):
             if name == "bitsnet" or name.startswith("bitsnet."):
                 self._held.append(sys.modules.pop(name))
+        host_main = sys.modules.get("__main__")
+        self._host_main = id(getattr(host_main, "__dict__", None))
         self._real_import = builtins.__import__
         builtins.__import__ = self._import
         try:
@@ -276,6 +280,8 @@ class BitsEnvironment(object):
             return True
         if top in SIMULATOR_MODULES:
             return False
+        if name == "__main__" and gid != self._host_main:
+            return True  # a __main__ the program made (bitsnet.launch runs modules in one)
         filename = globals_.get("__file__")
         if isinstance(filename, str) and self.program_dirs:
             filename = os.path.abspath(filename)
