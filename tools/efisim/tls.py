@@ -434,8 +434,9 @@ def _certificate(raw):
         except (ValueError, UnicodeError, TypeError):
             return None
     scratch = _hostssl.SSLContext(getattr(_hostssl, "PROTOCOL_TLS_CLIENT", _hostssl.PROTOCOL_SSLv23))
+    pem = _hostssl.DER_cert_to_PEM_cert(bytes(raw))  # as PEM text: Python 2.7's DER cadata fails on OpenSSL 3
     try:
-        scratch.load_verify_locations(cadata=bytes(raw))
+        scratch.load_verify_locations(cadata=pem.decode("ascii") if isinstance(pem, bytes) else pem)
     except (_hostssl.SSLError, ValueError, TypeError):
         return None
     return bytes(raw)
