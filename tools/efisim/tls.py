@@ -370,6 +370,10 @@ class TlsDriver(object):
                 limit = T.TLS_CIPHERTEXT_RECORD_MAX_PAYLOAD_LENGTH
             if kind != T.TlsContentTypeApplicationData or length > limit:
                 return S.EFI_INVALID_PARAMETER
+            if pos + T.TLS_RECORD_HEADER_LENGTH + length > len(data):
+                # EDK2 does not check this: TlsEncryptPacket/TlsDecryptPacket read past the end of
+                # their copy of the fragments. The simulator refuses, so that the caller's bug shows.
+                return S.EFI_INVALID_PARAMETER
             records.append(data[pos:pos + T.TLS_RECORD_HEADER_LENGTH + length])
             pos += T.TLS_RECORD_HEADER_LENGTH + length
         out = []
