@@ -70,11 +70,15 @@ commonName = supplied
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
-    """Files in a temporary directory: ca.pem (the trusted CA), ca2.pem (another CA), and key/cert
-    pairs good (localhost, 127.0.0.1), wronghost (other.example), unknownca (by ca2), expired."""
+    """The test PKI (make_pki) in a temporary directory; skips without ``openssl``."""
     if not OPENSSL:
         pytest.skip("the openssl command is needed to make the test CA")
-    d = str(tmp_path_factory.mktemp("pki"))
+    return make_pki(str(tmp_path_factory.mktemp("pki")))
+
+
+def make_pki(d):
+    """Files in ``d``: ca.pem (the trusted CA), ca2.pem (another CA), and key/cert pairs good
+    (localhost, 127.0.0.1), wronghost (other.example), unknownca (by ca2), expired."""
     rsa = ["-newkey", "rsa:2048", "-nodes", "-sha256"]
     for ca in ("ca", "ca2"):
         _run([OPENSSL, "req", "-x509"] + rsa + ["-keyout", ca + ".key", "-out", ca + ".pem", "-days", "3",

@@ -13,10 +13,17 @@ import pytest
 
 import efi
 from efisim import tls as simtls
-from test_ssl import HttpsPeer, _connect, pki  # noqa: F401  (pki: the module-scoped CA fixture)
+from test_ssl import OPENSSL, HttpsPeer, _connect, make_pki
 
 ENGINE, NO_ENGINE = simtls.available()
 pytestmark = pytest.mark.skipif(not ENGINE, reason=NO_ENGINE or "no TLS engine")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    if not OPENSSL:
+        pytest.skip("the openssl command is needed to make the test CA")
+    return make_pki(str(tmp_path_factory.mktemp("pki")))
 
 
 def _modules():
