@@ -388,20 +388,25 @@ class Build(object):
     def run(self, args, cwd=None):
         run(args, self.log, cwd=cwd, env=self.env())
 
-    def build(self):
+    def lock(self):
+        """An open file holding the work directory's lock: one build in it at a time."""
         if not os.path.isdir(self.state):
             os.makedirs(self.state)
-        with open(os.path.join(self.state, "lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one build per work directory at a time
-            _write(self.log, b"")
-            self.say("work directory %s (log: state/build.log)" % self.dir)
-            self._tools()
-            self.step_copy()
-            self.step_install()
-            self.step_grub_tree()
-            self.step_configure()
-            self.step_make()
-            self.step_target()
+        lock = open(os.path.join(self.state, "lock"), "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return lock
+
+    def build(self):
+        """Every step, each skipped where its inputs are unchanged; call it holding lock()."""
+        _write(self.log, b"")
+        self.say("work directory %s (log: state/build.log)" % self.dir)
+        self._tools()
+        self.step_copy()
+        self.step_install()
+        self.step_grub_tree()
+        self.step_configure()
+        self.step_make()
+        self.step_target()
 
     def _tools(self):
         if not os.path.isdir(self.bin):
@@ -619,8 +624,9 @@ def _copy_image_out(image, dest):
     directory = os.path.dirname(os.path.abspath(dest))
     if not os.path.isdir(directory):
         os.makedirs(directory)
-    subprocess.check_call(["cp", "--sparse=always", image, dest + ".tmp"])
-    os.rename(dest + ".tmp", dest)
+    staging = "%s.%d.tmp" % (dest, os.getpid())
+    subprocess.check_call(["cp", "--sparse=always", image, staging])
+    os.rename(staging, dest)
 
 
 def _prune_cache(images, keep):
@@ -657,19 +663,20 @@ def build(source_path, out=None, tree=None, jobs=2, work=None, use_cache=True, p
         python2 = check_dependencies()
         work = work or os.path.join(cache_root(), "bits-work")
         builder = Build(source, work, jobs, say, python2)
-        builder.build()
-        if not os.path.isdir(entry):
-            os.makedirs(entry)
-        make_image(builder.target, os.path.join(builder.state, "bits.img"), builder.log)
-        staged_tree = os.path.join(entry, "tree.tmp")
-        if os.path.exists(staged_tree):
-            shutil.rmtree(staged_tree)
-        _copy_tree_out(builder.target, staged_tree)
-        if os.path.exists(os.path.join(entry, "tree")):
-            shutil.rmtree(os.path.join(entry, "tree"))
-        os.rename(staged_tree, os.path.join(entry, "tree"))
-        _copy_image_out(os.path.join(builder.state, "bits.img"), image)
-        _prune_cache(os.path.dirname(entry), CACHE_KEEP)
+        with builder.lock():  # held until the image is in the cache: a second run waits, then reuses
+            builder.build()
+            if not os.path.isdir(entry):
+                os.makedirs(entry)
+            make_image(builder.target, os.path.join(builder.state, "bits.img"), builder.log)
+            staged_tree = os.path.join(entry, "tree.tmp")
+            if os.path.exists(staged_tree):
+                shutil.rmtree(staged_tree)
+            _copy_tree_out(builder.target, staged_tree)
+            if os.path.exists(os.path.join(entry, "tree")):
+                shutil.rmtree(os.path.join(entry, "tree"))
+            os.rename(staged_tree, os.path.join(entry, "tree"))
+            _copy_image_out(os.path.join(builder.state, "bits.img"), image)
+            _prune_cache(os.path.dirname(entry), CACHE_KEEP)
         say("image: %s" % image)
     if out:
         _copy_image_out(image, out)
