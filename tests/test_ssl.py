@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -303,6 +304,27 @@ def test_server_drops_mid_handshake(machine, pki):
             sock.close()
         peer.thread.join(5)
     assert peer.got and peer.got[0][:1] == b"\x16"  # it did get a ClientHello (a handshake record)
+
+
+def test_silent_server_times_out(machine, pki):
+    """A server that accepts and never answers the ClientHello: the socket's timeout, no leak."""
+    bsocket, bssl = _bitsnet_ssl()
+    silent = socket.socket()
+    silent.bind((peers.HOST, 0))
+    silent.listen(1)
+    try:
+        sock = _connect(silent.getsockname()[1], timeout=1.0)
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        started = time.time()
+        try:
+            with pytest.raises(bsocket.timeout) as info:
+                context.wrap_socket(sock, server_hostname="localhost")
+        finally:
+            sock.close()
+        assert "timed out" in str(info.value)
+        assert time.time() - started < 10
+    finally:
+        silent.close()
 
 
 def test_unverified_context_accepts_anything(machine, pki):
