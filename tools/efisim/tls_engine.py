@@ -8,7 +8,7 @@ as a Python 3 helper process (``python3 tls_engine.py``), one per connection, ov
   request  op (1 byte) + length (4 bytes, big-endian) + payload
   reply    flags (1 byte) + length + payload
   ops      I init (payload: repr of a dict: verify, version, hostname, cas as hex), H handshake,
-           A alert, E encrypt, D decrypt, C close, X cipher id, Q quit
+           A alert, E encrypt, D decrypt, C close, X cipher id, V version, Q quit
   flags    1 failed, 2 finished (H); 1 failed (D)
 
 ``find_python3()`` says where the helper's interpreter is (BITSNET_PYTHON3, else python3 on
@@ -107,8 +107,15 @@ class Engine(object):
                 return entry["id"] & 0xFFFF
         return None
 
+    def version_id(self):
+        """The negotiated version as EFI_TLS_VERSION's two bytes (0x0303), or None before it."""
+        return _VERSION_IDS.get(self.obj.version()) if self.finished else None
+
     def shutdown(self):
         pass
+
+
+_VERSION_IDS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 
 
 def available():
@@ -184,6 +191,10 @@ class RemoteEngine(object):
         payload = self._ask(b"X")[1]
         return struct.unpack(">H", payload)[0] if payload else None
 
+    def version_id(self):
+        payload = self._ask(b"V")[1]
+        return struct.unpack(">H", payload)[0] if payload else None
+
     def shutdown(self):
         if self.proc.poll() is None:
             try:
@@ -233,6 +244,9 @@ def serve(stdin, stdout):
         elif op == b"X":
             cipher = engine.cipher_id()
             out = struct.pack(">H", cipher) if cipher is not None else b""
+        elif op == b"V":
+            version = engine.version_id()
+            out = struct.pack(">H", version) if version is not None else b""
         stdout.write(struct.pack(">BI", flags, len(out)) + out)
         stdout.flush()
         if op == b"Q":
