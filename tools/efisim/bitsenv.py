@@ -190,6 +190,8 @@ class BitsEnvironment(object):
         self._standin_ids = set()  # type: set  # ids of the stand-ins' namespaces (host side)
         self._program_ids = {}  # type: dict  # id(namespace) -> module, kept alive so ids stay unique
         self._copies = {}  # type: dict  # Python 2.7: name -> the program's private copy of a host module
+        self._cache = {}  # type: dict  # name -> (module returned, sys.modules entry then, _generation())
+        self._relative_cache = {}  # type: dict  # (package, name) -> bool (Python 2.7)
         self._local = threading.local()
         self._real_import = None
         self._saved = None  # type: Optional[tuple]
@@ -304,14 +306,19 @@ class BitsEnvironment(object):
         if not package:
             return False
         first = name.partition(".")[0]
-        if sys.modules.get(package + "." + first) is not None:
-            return True
-        pkg = sys.modules.get(package)
-        for directory in getattr(pkg, "__path__", None) or ():
-            base = os.path.join(directory, first)
-            if os.path.isfile(base + ".py") or os.path.isfile(base + ".pyc") or os.path.isdir(base):
-                return True
-        return False
+        key = package + "." + first
+        if key in sys.modules:  # a module, or None: Python 2's mark for "not a submodule"
+            return sys.modules[key] is not None
+        cached = self._relative_cache.get(key)
+        if cached is None:
+            cached = False
+            pkg = sys.modules.get(package)
+            for directory in getattr(pkg, "__path__", None) or ():
+                base = os.path.join(directory, first)
+                if os.path.isfile(base + ".py") or os.path.isfile(base + ".pyc") or os.path.isdir(base):
+                    cached = True
+            self._relative_cache[key] = cached
+        return cached
 
     def _in_boot_dirs(self, top):
         for directory in self.boot_dirs:
@@ -357,6 +364,9 @@ class BitsEnvironment(object):
         top = name.partition(".")[0]
         if top in self.standins:
             return self._standin(name, fromlist)
+        cached = self._cached(name, fromlist)
+        if cached is not None:
+            return cached
         error = self.refusal(name)
         if error is not None:
             raise error
@@ -365,11 +375,40 @@ class BitsEnvironment(object):
         if fromlist:
             self._check_fromlist(name, globals, locals, fromlist, level)
         if not PY2:
-            return real(name, globals, locals, fromlist, level)
-        copy = self._private_copy(name)
-        if copy is not None:
-            return copy
-        return self._program_import(name, globals, locals, fromlist, level)
+            result = real(name, globals, locals, fromlist, level)
+        else:
+            result = self._private_copy(name)
+            if result is None:
+                result = self._program_import(name, globals, locals, fromlist, level)
+        if fromlist or "." not in name:
+            self._cache[name] = (result, sys.modules.get(name), self._generation())
+        return result
+
+    # ----------------------------------------------------------------------------- the fast path
+    def _generation(self):
+        """Changes when bitsnet.install() replaces the socket modules (copies may go stale)."""
+        return tuple(id(sys.modules.get(name)) for name in SOCKET_FAMILY)
+
+    def _cached(self, name, fromlist):
+        """What the last program-side import of ``name`` gave, if nothing has changed since: a
+        function-level ``import socket`` in a busy loop must not pay for the checks each time."""
+        entry = self._cache.get(name)
+        if entry is None:
+            return None
+        module, source, generation = entry
+        if sys.modules.get(name) is not source or generation != self._generation():
+            del self._cache[name]
+            return None
+        if fromlist:
+            for item in fromlist:
+                if item == "*":
+                    continue
+                value = getattr(module, item, None)
+                if value is None or getattr(value, "__name__", None) == name + "." + item:
+                    return None  # missing, or a submodule: the slow path checks it
+        elif "." in name:
+            return None
+        return module
 
     # ----------------------------------------------------------------------------- Python 2.7 copies
     def _private_copy(self, name):
