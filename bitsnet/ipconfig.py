@@ -195,6 +195,7 @@ def ensure_configured6(timeout=None):
     if config is None:
         raise errors.socket_error(errno.EAFNOSUPPORT, "no EFI_IP6_CONFIG_PROTOCOL on %s" % the_nic.name)
     timeout = IPV6_TIMEOUT if timeout is None else timeout
+    check_timer()  # SLAAC and DAD run from timer events too: without a tick no address comes
     policy = ctypes.c_int(0)
     size = efi.UINTN(ctypes.sizeof(policy))
     status = config.GetData(ctypes.byref(config), efidefs.Ip6ConfigDataTypePolicy, ctypes.byref(size),
