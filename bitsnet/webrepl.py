@@ -7,7 +7,7 @@ self-contained page (HTML, CSS and JavaScript inline) that behaves like the inte
 interpreter: one persistent namespace, multi-line blocks, tracebacks, history on the arrow keys,
 Ctrl-C / the Interrupt button, ``exit()`` to stop the server and return to the boot prompt.
 
-Contents: ``make_token``, ``tokens_equal`` (the access check), ``Transcript`` (the console
+Contents: ``make_token``, ``token_source``, ``tokens_equal`` (the access check), ``Transcript`` (the console
 text), ``ReplConsole`` (``bitsnet.console.Console`` that defers running), ``ReplServer``
 (``HTTPServer`` driven by our own select loop), ``main``. It imports nothing BITS lacks (no
 ``code``, ``codeop``, ``ast``, ``io``, ``hmac``, ``random``, ``os.urandom``).
@@ -105,16 +105,21 @@ _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 
 
 # --------------------------------------------------------------------------- access token
-def make_token(nbytes=TOKEN_BYTES, warn=None):
+def make_token(nbytes=TOKEN_BYTES):
     """A random hex token of ``nbytes`` bytes from ``bitsnet.entropy`` (BITS has no
-    ``os.urandom`` and its ``random`` is an empty stub). ``warn(message)`` is called when the
-    source is not a strong one."""
+    ``os.urandom`` and its ``random`` is an empty stub)."""
     from bitsnet import entropy
-    token = _hex(entropy.random_bytes(nbytes))
-    if warn is not None and not entropy.strong():
-        warn("the token comes from %s, not a strong random source: someone who can watch this "
-             "machine's timing might guess it; pass --token for a better one" % entropy.source())
-    return token
+    return _hex(entropy.random_bytes(nbytes))
+
+
+def token_source():
+    """Where a token from ``make_token`` comes from, with a warning when that is not a strong
+    random source (BITS on a machine with neither EFI_RNG_PROTOCOL nor RDRAND)."""
+    from bitsnet import entropy
+    if entropy.strong():
+        return entropy.source()
+    return ("%s -- WARNING: not a strong random source; someone who can observe this machine's timing "
+            "might guess the token: pass --token for a better one" % entropy.source())
 
 
 def _hex(data):
@@ -528,8 +533,8 @@ class WebRepl(object):
 
     def __init__(self, bind="", port=DEFAULT_PORT, token=None, console=None):
         self.console = console or sys.stdout  # the firmware console, kept while runs capture
-        self.token = token or make_token(warn=self.log)
-        self.token_source = "--token" if token else _token_source()
+        self.token = token or make_token()
+        self.token_source = "--token" if token else token_source()
         self.transcript = Transcript()
         self.interpreter = ReplConsole(self.transcript)
         self.session = None  # type: _Session
@@ -721,11 +726,6 @@ class WebRepl(object):
         self.pending = None
         self.interpreter.resetbuffer()
         self.transcript.write("\nKeyboardInterrupt\n")
-
-
-def _token_source():
-    from bitsnet import entropy
-    return "%s (%s)" % (entropy.source(), "strong" if entropy.strong() else "weak: see the warning")
 
 
 def _station_address():
