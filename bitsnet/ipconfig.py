@@ -474,10 +474,11 @@ def interfaces(start=False):
     ipv6: [(address, prefix length)] from IP6 Config, [] when the firmware has no IPv6).
     ``start``: first start DHCP on the default NIC if it has no address (``start_dhcp``, no
     waiting), as ``bitsnet.interfaces()`` does."""
-    if start:
+    nics = nic.find_all()
+    if start and nics:  # no NIC at all: an empty list, as before, not start_dhcp's ENETDOWN
         start_dhcp()
     out = []
-    for each in nic.find_all():
+    for each in nics:
         info = _info(each)
         out.append({
             "name": each.name,

@@ -341,3 +341,9 @@ def test_stopped_timer_is_diagnosed_before_waiting_for_ipv6(net):
         ipconfig.ensure_configured6(timeout=10)
     assert events.clock() - start < 3 and caught.value.errno == errno.EIO
     assert "firmware timer is stopped" in str(caught.value)
+
+
+def test_interfaces_of_a_firmware_without_a_nic(net, monkeypatch):
+    import bitsnet
+    monkeypatch.setattr(nic, "find_all", lambda: [])
+    assert bitsnet.interfaces() == [] and net.drivers["ip4config2"].dhcp_runs == 0
