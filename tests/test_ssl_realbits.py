@@ -24,6 +24,11 @@ import time
 
 import pytest
 
+try:
+    import ssl as hostssl  # taken now: a later bitsnet.install() in this process may replace "ssl"
+except ImportError:  # pragma: no cover
+    hostssl = None  # type: ignore
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
@@ -41,7 +46,7 @@ OPENSSL = shutil.which("openssl") if hasattr(shutil, "which") else None
 
 
 def _why_not():
-    if sys.version_info[0] < 3:
+    if sys.version_info[0] < 3 or hostssl is None:
         return "the HTTPS peers here use Python 3's ssl"
     if not OPENSSL:
         return "the openssl command is needed to make the test CA"
@@ -85,7 +90,6 @@ def _peers_in_namespace(d, payload):
     """setup(): in the run's namespace, plain HTTP (ca.pem, data.bin) and HTTPS (data.bin)."""
     def setup():
         import socketserver
-        import ssl
         from http.server import BaseHTTPRequestHandler, HTTPServer
         files = {"/data.bin": payload, "/ca.pem": open(os.path.join(d, "ca.pem"), "rb").read()}
 
@@ -113,7 +117,7 @@ def _peers_in_namespace(d, payload):
 
         plain = Server(("127.0.0.1", PLAIN_PORT), Handler)
         secure = Server(("127.0.0.1", HTTPS_PORT), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context = hostssl.SSLContext(hostssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(os.path.join(d, "server.pem"), os.path.join(d, "server.key"))
         # Debian's OVMF (2022.11) offers RSA and DHE key exchange only (its OpenSSL has no EC):
         # Python's default server ciphers (ECDHE, and DHE without parameters) share none with it.
