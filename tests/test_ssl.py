@@ -404,6 +404,23 @@ def test_nonblocking_recv_wants_read(machine, pki):
             tls.close()
 
 
+def test_wrap_before_connect(machine, pki):
+    """wrap_socket on an unconnected socket: the handshake runs in connect(), as in CPython."""
+    bsocket, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"late"}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        raw = bsocket.socket()
+        raw.settimeout(15)
+        tls = context.wrap_socket(raw, server_hostname="localhost")
+        try:
+            assert tls.version() is None
+            tls.connect((peers.HOST, peer.port))
+            assert tls.version() == "TLSv1.2"
+            assert _get(tls, "a")[1] == b"late"
+        finally:
+            tls.close()
+
+
 def test_check_hostname_needs_server_hostname(machine):
     _, bssl = _bitsnet_ssl()
     bsocket, _ = _bitsnet_ssl()
@@ -416,10 +433,11 @@ def test_check_hostname_needs_server_hostname(machine):
 
 
 # --- the standard library, unchanged, in tools/efirun.py -----------------------------------------
-def _efirun(script, args, timeout=90, env=None):
+def _efirun(script, args, timeout=90, env=None, options=()):
     """Run a script in tools/efirun.py; (exit code, stdout, stderr). The firmware ledger it prints
     at exit must be all zeros: no TLS child, pool, event or TCP child left behind."""
-    command = [sys.executable, EFIRUN, "--ledger"] + conftest.STATION_ARGS + [os.path.join(SCRIPTS, script)]
+    command = [sys.executable, EFIRUN, "--ledger"] + list(options) + conftest.STATION_ARGS
+    command += [os.path.join(SCRIPTS, script)]
     command += [str(a) for a in args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
                             universal_newlines=True, env=dict(os.environ, **(env or {})))
@@ -445,6 +463,15 @@ def test_stdlib_https_download(pki, client):
         code, out, err = _efirun("https_get.py", [client, peer.url("f.bin"), os.path.join(pki, "ca.pem")])
     assert code == 0, out + err
     assert "sha256 %s" % hashlib.sha256(payload).hexdigest() in out, out + err
+
+
+def test_efirun_no_tls(pki):
+    """efirun --no-tls: a firmware without TlsDxe; the error says so, before any byte is sent."""
+    with HttpsPeer(pki, "good", {"f.bin": b"x"}) as peer:
+        code, out, err = _efirun("https_get.py", ["urllib", peer.url("f.bin"), os.path.join(pki, "ca.pem")],
+                                 options=["--no-tls"])
+    assert code == 0, out + err
+    assert "error SSL NO_FIRMWARE_TLS" in out and "EFI_TLS_SERVICE_BINDING_PROTOCOL" in out, out + err
 
 
 def test_stdlib_https_wrong_host_is_an_error(pki):
