@@ -4,6 +4,7 @@ interactive console without code/codeop): host-only units, on Python 2.7 and 3."
 from __future__ import print_function
 
 import os
+import re
 import sys
 import types
 
@@ -11,6 +12,9 @@ import pytest
 
 import conftest  # noqa: F401  (import paths)
 from bitsnet import console, launch
+
+sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
+import bitsrun  # noqa: E402
 
 PROGRAM = u"""\
 import sys
@@ -183,3 +187,41 @@ def test_bits_serial_ctrl_c_at_the_prompt_is_a_keyboard_interrupt(capsys):
     assert "KeyboardInterrupt" in capsys.readouterr().err and namespace["x"] == 1
     with pytest.raises(KeyError):
         console.Console().interact(readline=lambda prompt: {}["other"])
+
+
+# ----------------------------------------------------------------------------- real BITS
+# The GRUB prompt itself: bitsrun's grub.cfg, with GRUB command lines of ours between BITS's
+# start-up (init.cfg, where bits_install put the line that registers bitsnet.launch's "python")
+# and bitsrun's wrapper, which ends the run. Their output is on the console, unframed.
+REAL_GRUB_CFG = """\
+source /boot/cfg/init.cfg
+echo "@@h2b begin"
+python -m bitsnet.selftest --peer 10.0.2.2:8080
+echo "@@h2b status $?"
+python -c 'import sys; print "argv", sys.argv; sys.exit(3)' a b
+echo "@@h2b status $?"
+python -m no_such_module_h2b
+echo "@@h2b status $?"
+echo "@@h2b end"
+py 'execfile("/boot/bitsrun/main.py")'
+halt
+"""
+
+
+REAL_BITS_MISSING = bitsrun.unavailable()
+
+
+@pytest.mark.realbits
+@pytest.mark.skipif(REAL_BITS_MISSING is not None, reason=str(REAL_BITS_MISSING))
+def test_python_m_at_the_grub_prompt_of_real_bits(monkeypatch):
+    monkeypatch.setattr(bitsrun, "GRUB_CFG", REAL_GRUB_CFG)
+    result = bitsrun.run(code="print('wrapper')", lab=True, timeout=300)
+    lines = result.console
+    text = "\n".join(lines)
+    assert "@@h2b begin" in lines and "@@h2b end" in lines, text
+    ours = lines[lines.index("@@h2b begin") + 1:lines.index("@@h2b end")]
+    statuses = [line for line in ours if line.startswith("@@h2b status ")]
+    assert statuses == ["@@h2b status 0", "@@h2b status 1", "@@h2b status 1"], text
+    assert [line for line in ours if re.match(r"^\d+ passed, 0 failed$", line)], text
+    assert "argv ['-c', 'a', 'b']" in ours and "python: exit status 3" in ours, text
+    assert "python: No module named no_such_module_h2b" in ours, text
