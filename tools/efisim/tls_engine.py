@@ -33,12 +33,20 @@ class Engine(object):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
-        if version:
+        if version and hasattr(ssl, "TLSVersion"):
             context.minimum_version = context.maximum_version = getattr(ssl.TLSVersion, version)
-        for der in cas:
-            context.load_verify_locations(cadata=der)
+        elif version:  # Python 3.6: no TLSVersion; the OP_NO_* options pin it
+            others = [v for v in ("TLSv1", "TLSv1_1", "TLSv1_2", "TLSv1_3") if v != version]
+            for name in others:
+                context.options |= getattr(ssl, "OP_NO_" + name, 0)
+        for der in cas:  # as PEM: DER cadata fails on older Pythons built against OpenSSL 3
+            context.load_verify_locations(cadata=ssl.DER_cert_to_PEM_cert(der))
+        self.check_later = None  # Python 3.6: host name to check after the handshake (see handshake)
         if hostname is not None and verify:
             context.check_hostname = True
+            if not hasattr(context, "hostname_checks_common_name"):
+                context.check_hostname = False
+                self.check_later = hostname
         else:
             hostname = None
         self.context = context
@@ -59,6 +67,16 @@ class Engine(object):
             pass
         except (ssl.SSLError, ValueError):
             failed = True  # the alert OpenSSL built is in outgoing
+        if self.finished and self.check_later is not None:
+            # Python 3.6 checks host names after the handshake, in Python; EDK2's OpenSSL checks
+            # during it and answers bad_certificate (docs/tls.md 3.3): play that alert instead
+            try:
+                ssl.match_hostname(self.obj.getpeercert(), self.check_later)
+            except ValueError:
+                self.outgoing.read()
+                self.finished = False
+                return True, b"\x15\x03\x03\x00\x02\x02\x2a"
+            self.check_later = None
         return failed, self.outgoing.read()
 
     def alert(self, data):
