@@ -481,4 +481,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    # Run as python -m, this file is __main__; the netconsole's state must live in the module
+    # bitsnet.netconsole, where active() and stop() find it (the selftest's leak check, programs).
+    from bitsnet import netconsole as _module
+    _module.main()
