@@ -16,6 +16,7 @@ from __future__ import absolute_import
 
 import errno as _errno
 import sys
+import weakref
 
 try:
     from typing import Any  # noqa: F401  (type comments; BITS has no typing)
@@ -118,7 +119,9 @@ class SSLSocket(object):
         else:  # 3.x's socket.socket, or a bitsnet socket itself: take over its fd
             self = cls.__new__(cls)
             base.__init__(self, sock.family, sock.type, sock.proto, fileno=sock.detach())
-            transport = _Transport(lambda n: base.recv(self, n), lambda data: base.send(self, data))
+            # Through a weak reference: a cycle through __del__ would never be collected on 2.7.
+            owner = weakref.ref(self)
+            transport = _Transport(lambda n: base.recv(owner(), n), lambda data: base.send(owner(), data))
         self._makefile_refs = 0
         self.settimeout(timeout)
         self._context = context
