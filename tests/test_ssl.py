@@ -285,6 +285,21 @@ def test_no_ca_given_says_so(machine, pki):
     assert "no CA certificate" in str(error), str(error)
 
 
+def test_each_context_trusts_only_its_own_cas(machine, pki):
+    """TlsDxe keeps every CA it was given for the whole boot (docs/tls.md 2.3), so after a context
+    with ca.pem, the firmware accepts the server for a context with only ca2.pem, or none;
+    bitsnet still refuses, from the chain it saw in the handshake."""
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"ok"}) as peer:
+        good = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = good.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        tls.close()
+    error = _refused(bssl, pki, "good", ca="ca2.pem")
+    assert error.reason == "CERTIFICATE_VERIFY_FAILED" and "not from a CA of this SSLContext" in str(error), str(error)
+    error = _refused(bssl, pki, "good", context=bssl.SSLContext(bssl.PROTOCOL_TLS_CLIENT))
+    assert "no CA certificate" in str(error), str(error)
+
+
 def test_expired_certificate(machine, pki):
     _, bssl = _bitsnet_ssl()
     error = _refused(bssl, pki, "expired")

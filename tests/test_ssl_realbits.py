@@ -193,12 +193,13 @@ def test_https_download_and_rate(https_run):
 
 def test_unknown_ca_refused_and_the_store_is_shared(https_run):
     """Real TlsDxe: a CA it does not have is alert 48 unknown_ca; once ours was given to one child,
-    a later context without it is still accepted (docs/tls.md 2.3)."""
+    the firmware accepts the server for a later context without it (docs/tls.md 2.3), and bitsnet
+    refuses it itself, from the chain in the handshake."""
     result, _ = https_run
     unknown = [line for line in result.output if line.startswith("unknown ca: ")]
     assert unknown and "CERTIFICATE_VERIFY_FAILED" in unknown[0] and "unknown CA" in unknown[0], result.output
     shared = [line for line in result.output if line.startswith("shared store: ")]
-    assert shared == ["shared store: accepted"], result.output
+    assert shared and "the firmware accepted it from a CA given earlier" in shared[0], result.output
 
 
 def test_wrong_host_name_refused(https_run):

@@ -10,7 +10,7 @@ HTTPS with a certificate from that CA for the host's address. Prints, one per li
   wrong host: <the SSLError>
   https version=... cipher=...
   unknown ca: <the SSLError>       (a context with only another CA, before ours was given)
-  shared store: accepted|<error>   (the same, after: the firmware still trusts ours)
+  shared store: accepted|<error>   (the same, after: the firmware still trusts ours; bitsnet refuses)
 """
 
 from __future__ import print_function
