@@ -57,6 +57,10 @@ MAX_IDLE_EVENTS = 256  # pooled events kept open beyond this many idle ones are 
 EFI_HOOK_RESCAN_INTERVAL = 0.05  # seconds; BITS's hook loses notifications without telling us
 IDLE_SPINS = 64  # wait loop iterations with no progress before it starts to Stall
 IDLE_STALL_US = 100  # Stall per idle iteration after that: bounds latency, spares the CPU
+# Called with no arguments on every round of wait_until that found nothing to do. Never set in
+# BITS (no threads there); a host harness that runs threaded code over bitsnet under one lock
+# sets it to let the other threads take their turn while this one waits (tests/cpython).
+wait_hook = None
 
 # Monotonic seconds (bitsnet/clock.py); every timeout in bitsnet is measured with this one clock.
 clock = _clock.monotonic
@@ -321,6 +325,8 @@ def wait_until(predicate, deadline, poll=None, checked=False):
         idle += 1
         if idle > IDLE_SPINS:
             boot_services().Stall(IDLE_STALL_US)
+        if wait_hook is not None:
+            wait_hook()
 
 
 def outstanding(owner=None):
