@@ -266,6 +266,15 @@ def _send_buffer(data):
     return data, view
 
 
+def _progress(endpoint):
+    """Let the stack move once (Poll, completions) before a non-blocking call or a readiness
+    query answers "not yet" (issue 20 item 1): nothing else drives the firmware between a
+    program's calls, so without it a non-blocking loop would see EAGAIN for ever. One Poll:
+    cheap, and only paid on the would-block path. Returns True."""
+    endpoint.progress()
+    return True
+
+
 def _efi_guarded(method):
     """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4)."""
     @_functools.wraps(method)
@@ -284,7 +293,7 @@ class _Descriptor(object):
     """What an fd names: one endpoint, plus the state that belongs to it rather than to a
     socket object (``dup()`` shares it; timeouts are per socket object, as in CPython)."""
 
-    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger")
+    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger", "connect_pending")
 
     def __init__(self, endpoint, family, type, proto):
         self.endpoint = endpoint
@@ -294,6 +303,7 @@ class _Descriptor(object):
         self.refs = 1  # fds naming this descriptor
         self.read_shut = False  # shutdown(SHUT_RD) seen: recv returns b'' (kept in Python)
         self.linger = (0, 0)  # SO_LINGER (onoff, seconds); (1, 0) makes close() abort (RST)
+        self.connect_pending = False  # a non-blocking connect not yet reported by a later connect
 
 
 _fds = {}  # type: dict   # fd -> _Descriptor
@@ -686,11 +696,24 @@ class socket(object):
             except error as exc:
                 return exc
             return None
-        if endpoint.connected or endpoint.listening:
+        descriptor = self._descriptor
+        reported, descriptor.connect_pending = descriptor.connect_pending, False
+        if endpoint.connecting and self._timeout == 0.0:
+            _progress(endpoint)  # issue 20 item 1: the handshake moves between calls too
+        if endpoint.listening:
             return _error(_errno.EISCONN)
+        if endpoint.connected:
+            # Linux (__inet_stream_connect): the first connect after a non-blocking one finished
+            # says 0 (the socket becomes SS_CONNECTED then), later ones EISCONN.
+            return None if reported else _error(_errno.EISCONN)
         if endpoint.connecting:
             if self._timeout == 0.0:
+                descriptor.connect_pending = True
                 return _error(_errno.EALREADY)
+        elif reported and getattr(endpoint, "failed", False):
+            # Linux: the connect after a failed non-blocking one reports its error (sock_error);
+            # the one after that starts afresh.
+            return _error(endpoint.take_error() or _errno.ECONNABORTED)
         else:
             try:
                 endpoint.connect_start(remote)
@@ -701,6 +724,7 @@ class socket(object):
             if self._timeout == 0.0:
                 # Even when the handshake already finished inside connect_start (the simulator's
                 # loopback is that fast): Linux's non-blocking TCP connect always says EINPROGRESS.
+                descriptor.connect_pending = True
                 return _error(_errno.EINPROGRESS)
         if endpoint.connecting:
             if self._timeout == 0.0:
@@ -715,12 +739,16 @@ class socket(object):
         if not endpoint.listening:
             raise _error(_errno.EINVAL)
         deadline = self._deadline()
+        progressed = False
         while True:
             child = endpoint.accept()
             if child is not None:
                 return child
             if self._timeout == 0.0:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1
+                continue
             self._wait(endpoint, endpoint.acceptable, deadline)
 
     @_efi_guarded
@@ -746,7 +774,11 @@ class socket(object):
     @_efi_guarded
     def getpeername(self):
         """getpeername() -> address info: the remote (host, port)."""
-        remote = self._endpoint().remote_address
+        endpoint = self._endpoint()
+        remote = endpoint.remote_address
+        if remote is None and endpoint.connecting:
+            _progress(endpoint)  # issue 20 item 1: a non-blocking connect may have finished
+            remote = endpoint.remote_address
         if remote is None:
             raise _error(_errno.ENOTCONN)
         return self._out(remote)
@@ -820,6 +852,7 @@ class socket(object):
             packed = _struct.pack("ii", *self._descriptor.linger)
             return packed[:buflen] if buflen else self._descriptor.linger[0]
         if (level, optname) == (SOL_SOCKET, SO_ERROR):
+            _progress(endpoint)  # issue 20 item 1: a connect or a send may have failed meanwhile
             value = endpoint.take_error()
         elif (level, optname) == (SOL_SOCKET, SO_TYPE):
             value = self._type
@@ -924,8 +957,11 @@ class socket(object):
         peek = bool(flags & MSG_PEEK)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
-        if flags & MSG_WAITALL and not peek and not nonblocking:
+        if flags & MSG_WAITALL and not peek and self._timeout is None and not flags & MSG_DONTWAIT:
+            # Only a blocking socket waits for all: CPython's fd is non-blocking under a timeout,
+            # so there MSG_WAITALL returns what one readable moment brings, as a plain recv.
             return self._recv_all(endpoint, buffer, nbytes, deadline)
+        progressed = False
         while True:
             if buffer is None:
                 got = endpoint.recv(nbytes, peek)
@@ -934,7 +970,10 @@ class socket(object):
             if got is not None:
                 return got
             if nonblocking:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1: let the stack move first
+                continue
             self._wait(endpoint, endpoint.can_recv, deadline)
 
     def _recvfrom_into(self, buffer, nbytes, flags):
@@ -947,6 +986,7 @@ class socket(object):
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
         peek = bool(flags & MSG_PEEK)
+        progressed = False
         while True:
             if buffer is None:
                 got = endpoint.recvfrom(nbytes, peek)
@@ -955,18 +995,36 @@ class socket(object):
             if got is not None:
                 return got
             if nonblocking:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1
+                continue
             self._wait(endpoint, endpoint.can_recv, deadline)
 
     def _recv_all(self, endpoint, buffer, nbytes, deadline):
+        """MSG_WAITALL on a blocking socket: until ``nbytes``, EOF or an error. Bytes gathered
+        are never dropped (issue 20 item 2): an error after some data returns the data and
+        stays pending for the next call, as Linux's tcp_recvmsg does."""
         view = memoryview(buffer)
         got = 0
         while got < nbytes:
-            n = endpoint.recv_into(view[got:], nbytes - got, False)
+            if got and endpoint.has_error():
+                break
+            try:
+                n = endpoint.recv_into(view[got:], nbytes - got, False)
+            except error:
+                if got:
+                    break  # cannot happen after has_error(); kept so no byte is ever lost
+                raise
             if n == 0:
                 break
             if n is None:
-                self._wait(endpoint, endpoint.can_recv, deadline)
+                try:
+                    self._wait(endpoint, endpoint.can_recv, deadline)
+                except timeout:
+                    if got:
+                        break
+                    raise
                 continue
             got += n
         return got
@@ -989,22 +1047,30 @@ class socket(object):
             return self._send_datagram(endpoint, view.tobytes(), address, flags, deadline)
         if not len(view):
             return 0
+        progressed = False
         while True:
             n = endpoint.send(data)
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1: completed Transmits free room
+                continue
             self._wait(endpoint, endpoint.can_send, deadline)
 
     def _send_datagram(self, endpoint, data, address, flags, deadline):
         """One datagram to ``address`` (None: the connected peer); all of it or an error."""
+        progressed = False
         while True:
             n = endpoint.sendto(data, address)
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1
+                continue
             self._wait(endpoint, endpoint.can_send, deadline)
 
     @_efi_guarded

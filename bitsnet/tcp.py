@@ -577,6 +577,14 @@ class TcpEndpoint(object):
         self._check_open()
         if self._state in ("connecting", "connected"):
             _fail(errno.EALREADY if self._state == "connecting" else errno.EISCONN, "connect")
+        if self._state == "failed" and self._handle is not None and not events.outstanding(self):
+            # A new attempt after a failed one was reported, as Linux allows: the child forgets
+            # the old peer (Configure(NULL)) and starts as a fresh one.
+            self._call("Configure", None)
+            self._configured = self._local = self._remote = None
+            self._dead = self._eof = False
+            self._error = 0
+            self._state = "fresh"
         if self._state not in ("fresh", "bound"):
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         host, port, info = self._address(address)
@@ -846,6 +854,7 @@ class TcpEndpoint(object):
     connecting = property(lambda self: self._refresh() or self._state == "connecting")
     connected = property(lambda self: self._refresh() or self._state == "connected")
     listening = property(lambda self: self._state == "listening")
+    failed = property(lambda self: self._refresh() or self._state == "failed")
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)
     remote_address = property(lambda self: self._remote if self._state == "connected" else None)
