@@ -228,6 +228,35 @@ def test_sys_path_argv_and_stdout(tmpdir):
     assert "to stderr" in err
 
 
+# Prints whether the site builtins exist, then tries to open argv[1] for writing in four modes,
+# then reads argv[2].
+SITE_AND_OPEN = """
+    import sys
+    try:
+        import builtins
+    except ImportError:
+        import __builtin__ as builtins
+    print([hasattr(builtins, n) for n in ("exit", "quit", "copyright", "credits", "license")])
+    for mode in ("w", "a", "r+", "wb"):
+        try:
+            open(sys.argv[1], mode)
+            print(mode + " opened")
+        except IOError as e:
+            print(mode + " " + str(e))
+    print(len(open(sys.argv[2]).read()) > 0)
+"""
+
+
+def test_no_site_builtins_and_read_only_open(tmpdir):
+    target = str(tmpdir.join("written.txt"))
+    status, out, err = run_efirun(["--no-install", "-c", textwrap.dedent(SITE_AND_OPEN), target, EFIRUN])
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0] == repr([False] * 5)
+    assert lines[1:5] == ["%s [Errno 0] Error: %r" % (mode, target) for mode in ("w", "a", "r+", "wb")]
+    assert lines[5] == "True" and not os.path.exists(target)
+
+
 def test_a_script_cannot_import_its_siblings(tmpdir):
     tmpdir.join("sibling_mod.py").write("X = 1\n")
     script = tmpdir.join("main.py")

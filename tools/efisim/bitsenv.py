@@ -29,7 +29,9 @@ when it imports:
   stand-in for (``bits``, ``acpi``, ``pci``...) fail the same way, with a note saying so.
 * ``sys.path`` loses ``''`` and the script's directory, ``sys.stdout``/``sys.stderr`` become a
   Tee (``write``/``flush`` only) over the real streams, and SIGINT raises what Ctrl-C on BITS's
-  serial console raises: ``KeyError((0, u'\\x03', 0))``.
+  serial console raises: ``KeyError((0, u'\\x03', 0))``. The builtins ``site`` adds (``exit``,
+  ``quit``...) are gone, ``open()`` refuses to write for the program, and the ``idna`` codec
+  refuses the program (BITS lacks ``stringprep``).
 
 ``BitsEnvironment(...).activate()`` does all this, ``deactivate()`` undoes it. The program's
 ``__main__`` namespace is registered with ``add_program_namespace``.
@@ -78,6 +80,7 @@ NO_COPY = ("uuid", "ctypes", "encodings", "codecs", "sys", "__builtin__", "excep
            "socket", "select", "_socket")  # bitsnet.install() rebuilds socket users from sys.modules
 SOCKET_FAMILY = ("_socket", "select", "socket", "selectors")
 _MISSING = object()
+SITE_BUILTINS = ("exit", "quit", "copyright", "credits", "license")  # what site.py adds; BITS has no site
 
 # Python 2 names (BITS's) -> the Python 3 modules that took their place. Names missing here keep
 # their name; names mapped to () have no 3.x counterpart the program may use (StringIO and
@@ -198,6 +201,7 @@ class BitsEnvironment(object):
         self._held = []  # type: list  # the simulator's bitsnet modules, out of sys.modules
         self._host_main = None  # type: Optional[int]  # id of the host's own __main__ namespace
         self._idna_saved = None  # type: Optional[tuple]  # (encodings._cache, its "idna" entry before)
+        self._builtins_saved = {}  # type: dict  # builtins taken away or replaced for the run
         self._load_standins()
 
     # ----------------------------------------------------------------------------- stand-ins
@@ -244,6 +248,28 @@ class BitsEnvironment(object):
             drop.add(os.path.abspath(script_dir))
         sys.path[:] = [p for p in sys.path if p not in drop and os.path.abspath(p) not in drop]
         self._guard_idna()
+        self._patch_builtins()
+
+    def _patch_builtins(self):
+        """No ``exit``/``quit``/``copyright``/``credits``/``license`` (BITS runs without ``site``),
+        and a read-only ``open()`` for the program (GRUB's files cannot be written)."""
+        saved = {}
+        for name in SITE_BUILTINS:
+            if hasattr(builtins, name):
+                saved[name] = getattr(builtins, name)
+                delattr(builtins, name)
+        real_open = saved["open"] = builtins.open
+        env = self
+
+        def open(file, mode="r", *args, **kw):  # noqa: A001 (the builtin's own name)
+            if ("w" in mode or "a" in mode or "+" in mode or "x" in mode) and \
+                    env.program_side(sys._getframe(1).f_globals):
+                # BITS quirk: GRUB's open is read-only; BITS raises IOError [Errno 0] (section 8.4).
+                raise IOError(0, "Error", file)
+            return real_open(file, mode, *args, **kw)
+
+        builtins.open = open
+        self._builtins_saved = saved
 
     def _guard_idna(self):
         """BITS has no idna codec (its encodings.idna needs stringprep, which lib.zip lacks): for the
@@ -305,6 +331,9 @@ class BitsEnvironment(object):
                 cache["idna"] = entry
         if saved_sigint is not None:
             signal.signal(signal.SIGINT, saved_sigint)
+        for name, value in self._builtins_saved.items():
+            setattr(builtins, name, value)
+        self._builtins_saved = {}
 
     # ----------------------------------------------------------------------------- judging
     def _depth(self):
