@@ -83,6 +83,8 @@ _dirty = set()  # type: set      # endpoints with completions not yet consumed
 _reaper = {"next_sweep": 0.0}  # when _reap_due() next sweeps every closing endpoint
 _reap_wanted = set()  # type: set   # closing endpoints with a completion since they were reaped
 _rx_deferred = set()  # type: set   # endpoints whose next Receive progress() posts (rule 2)
+_tx_retry = set()  # type: set   # endpoints with a Transmit the firmware refused: progress() retries
+TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
 REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
 
 
@@ -107,7 +109,7 @@ class TcpEndpoint(object):
                  "_rx_fragment", "_rx_completion", "_tx_free", "_rx_op", "_eof", "_rd_shut", "_tx",
                  "_tx_ops", "_tx_inflight", "_fin_wanted", "_close_op", "_connect_op",
                  "_connect_deadline", "_close_deadline", "_error", "_dead", "_backlog", "_accept_ops",
-                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later")
+                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later", "_tx_refused_since")
 
     def __init__(self, fam=None):
         self._fam = fam or family.INET
@@ -146,6 +148,7 @@ class TcpEndpoint(object):
         self._settled = False  # see _refresh()
         self._streaming = False  # the last Receive brought a full segment: see _post_deferred
         self._rx_later = False  # the last Receive brought data: the next one waits (rule 2)
+        self._tx_refused_since = None  # when Transmits started being refused (see _post_transmit)
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
@@ -481,11 +484,33 @@ class TcpEndpoint(object):
             self._tx_free.append((token, txdata, fragment, completion))
             self._tx_inflight -= len(data)
             self._tx.unread(data)
-            if status != efi.EFI_OUT_OF_RESOURCES:  # that one: try again on the next update
+            if status != efi.EFI_OUT_OF_RESOURCES:
                 self._refused(status, "send")
+            else:
+                self._transmit_refused()
             return False
+        if self._tx_refused_since is not None:
+            self._tx_refused_since = None
+            _tx_retry.discard(self)
         events.check(op)
         return True
+
+    def _transmit_refused(self):
+        """EFI_OUT_OF_RESOURCES: try again from every progress(), whichever socket drives it
+        (issue 20 item 3: the data was accepted by send(), and the program may now wait on
+        another socket for the answer); after TX_REFUSED_LIMIT seconds the connection fails
+        with ENOBUFS, loudly, rather than hold the data for ever."""
+        now = events.clock()
+        if self._tx_refused_since is None:
+            self._tx_refused_since = now
+        elif now - self._tx_refused_since >= TX_REFUSED_LIMIT:
+            self._tx_refused_since = None
+            _tx_retry.discard(self)
+            self._tx.discard()
+            self._set_error(errno.ENOBUFS)
+            self._abort()
+            return
+        _tx_retry.add(self)
 
     def _post_accept(self):
         token = self._fam.TCP_LISTEN_TOKEN()
@@ -532,6 +557,7 @@ class TcpEndpoint(object):
         _live.discard(self)
         _dirty.discard(self)
         _rx_deferred.discard(self)
+        _tx_retry.discard(self)
         self._state = "closed"
 
     # --- the API -----------------------------------------------------------------------------
@@ -821,6 +847,9 @@ class TcpEndpoint(object):
         events.process()
         if _dirty:
             for ep in list(_dirty):
+                ep._update()
+        if _tx_retry:  # refused Transmits (issue 20 item 3)
+            for ep in list(_tx_retry):
                 ep._update()
         if _closing or _reap_wanted:
             _reap_due()

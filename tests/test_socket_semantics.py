@@ -9,6 +9,7 @@ from __future__ import print_function
 import errno
 import socket as host
 import sys
+import threading
 import time
 
 import pytest
@@ -232,4 +233,42 @@ def test_host_recv_waitall_with_a_timeout_returns_partial_data():
     assert client.recv(100, host.MSG_WAITALL) == b"partial"
     client.close()
     server.close()
+    listener.close()
+
+
+# --- item 3: a refused Transmit is retried by whatever drives the stack -------------------------
+@pytest.mark.machine(static=True, faults="tx_fail=3")
+def test_a_refused_transmit_leaves_while_the_program_waits_on_another_socket(sock_net):
+    first, second = Listener(), Listener()
+    a, a_peer = bitsnet_pair(first)
+    b, b_peer = bitsnet_pair(second)
+
+    def relay():
+        if a_peer.recv(10) == b"request":  # only once a's bytes left the firmware
+            b_peer.sendall(b"go")
+    thread = threading.Thread(target=relay)
+    thread.daemon = True
+    thread.start()
+    assert a.send(b"request") == 7  # accepted; the firmware refuses its Transmit 3 times
+    b.settimeout(5)
+    assert b.recv(10) == b"go"  # waiting on b drives a's retries
+    thread.join(5)
+    for s in (a, a_peer, b, b_peer, first, second):
+        s.close()
+
+
+@pytest.mark.machine(static=True, faults="tx_fail=100000")
+def test_transmits_refused_for_too_long_fail_the_connection_loudly(sock_net, monkeypatch):
+    from bitsnet import tcp
+    monkeypatch.setattr(tcp, "TX_REFUSED_LIMIT", 0.3)
+    listener = Listener()
+    a, peer = bitsnet_pair(listener)
+    assert a.send(b"lost") == 4
+    a.settimeout(5)
+    start = time.time()
+    with pytest.raises(bs.error) as info:
+        a.recv(10)
+    assert info.value.errno == errno.ENOBUFS and time.time() - start < 3
+    a.close()
+    peer.close()
     listener.close()
