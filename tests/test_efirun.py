@@ -117,6 +117,17 @@ def test_script_mode_main_argv_and_path(tmpdir):
     assert lines[3] == ROOT and lines[4:] == [BOOT_PYTHON, sys.platform]
 
 
+def test_code_does_not_inherit_efiruns_future_imports(tmpdir):
+    # efirun.py has "from __future__ import print_function"; the program must not get it (BITS's
+    # py '...' runs 2.7 code with the print statement).
+    code = "print('x', 1)" if sys.version_info[0] >= 3 else "print 'x', 1"
+    script = tmpdir.join("old_print.py")
+    script.write(code + "\n")
+    for args in (["-c", code], [str(script)], ["--host-stdlib", "-c", code]):
+        status, out, err = run_efirun(["--no-install"] + args)
+        assert (status, out.strip()) == (0, "x 1"), (args, err)
+
+
 def test_m_mode_runs_a_module_as_main(tmpdir):
     tmpdir.join("efirun_probe_mod.py").write("import sys\nprint(__name__)\nprint(sys.argv)\n")
     status, out, err = run_efirun(["-m", "efirun_probe_mod", "p", "q"], env={"PYTHONPATH": str(tmpdir)})

@@ -292,7 +292,7 @@ def run_program(opts, program_args, bitsenv=None):
             saved = sys.modules.get("__main__")
             sys.modules["__main__"] = main
             try:
-                exec(compile(opts.code, "<string>", "exec"), main.__dict__)
+                exec(compile(opts.code, "<string>", "exec", 0, True), main.__dict__)
             finally:
                 if saved is not None:
                     sys.modules["__main__"] = saved
@@ -326,7 +326,7 @@ def run_bits_main(opts, program_args, bitsenv):
     namespace["__builtins__"] = __builtins__
     if opts.code is not None:
         sys.argv[:] = ["-c"] + program_args
-        code = compile(opts.code, "<string>", "exec")
+        code = compile(opts.code, "<string>", "exec", 0, True)  # no __future__ of ours
     elif opts.module is not None:
         import runpy
         details = runpy._get_module_details(opts.module)  # type: ignore[attr-defined]
@@ -346,7 +346,7 @@ def run_bits_main(opts, program_args, bitsenv):
         sys.argv[:] = program_args
         with open(filename, "rb") as f:
             source = f.read()
-        code = compile(source, filename, "exec")
+        code = compile(source, filename, "exec", 0, True)
         namespace["__file__"] = filename
     bitsenv.add_program_namespace(namespace, main)
     saved = sys.modules.get("__main__")
