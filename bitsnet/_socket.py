@@ -71,6 +71,9 @@ AF_INET = 2
 AF_INET6 = 10  # over EFI_TCP6/UDP6 when the firmware has them (see has_ipv6)
 SOCK_STREAM = 1
 SOCK_DGRAM = 2
+SOCK_RAW = 3  # exists so that code can name it; EFI has no raw sockets (EPERM, as unprivileged Linux)
+SOCK_RDM = 4
+SOCK_SEQPACKET = 5
 IPPROTO_IP = 0
 IPPROTO_ICMP = 1
 IPPROTO_TCP = 6
@@ -88,7 +91,13 @@ SO_SNDBUF = 7
 SO_RCVBUF = 8
 SO_KEEPALIVE = 9
 SO_LINGER = 13
+SO_ACCEPTCONN = 30
 TCP_NODELAY = 1
+TCP_MAXSEG = 2
+IP_TOS = 1
+IP_TTL = 2
+IP_ADD_MEMBERSHIP = 35
+IP_DROP_MEMBERSHIP = 36
 SOMAXCONN = 128
 MSG_OOB = 0x1
 MSG_PEEK = 0x2
@@ -104,6 +113,7 @@ AI_V4MAPPED = 0x8
 AI_ALL = 0x10
 AI_ADDRCONFIG = 0x20
 AI_NUMERICSERV = 0x400
+_AI_KNOWN = 0x7ff  # every AI_* bit glibc accepts (AI_IDN... included); others: EAI_BADFLAGS
 NI_NUMERICHOST = 0x1
 NI_NUMERICSERV = 0x2
 NI_NOFQDN = 0x4
@@ -132,6 +142,16 @@ EAI_ADDRFAMILY = -9
 # name lookup asks the NIC (``_ipv6_available``). socket.py copies it when it is imported,
 # which install() arranges to happen after the probe.
 has_ipv6 = False
+
+if _sys.version_info[0] >= 3:  # CPython 2.7 on Linux has neither (glibc headers aside)
+    SOCK_NONBLOCK = 0o4000
+    SOCK_CLOEXEC = 0o2000000
+_TYPE_FLAGS = 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC: Linux takes them in ``type``
+_SOCK_MAX = 11  # Linux: socket types 0..10 exist; others are EINVAL
+
+# select() refuses int descriptors from here on (CPython: ValueError); bitsnet's own fds are
+# above it after a few sockets and always accepted (they are never handed to an OS).
+FD_SETSIZE = 1024
 
 # fileno() numbers start high so they are never mistaken for stdin/stdout/stderr (or any real
 # fd on a host) and are never reused: a stale number cannot name a newer socket.
@@ -179,6 +199,8 @@ def _error(err, detail=None):
 
 # --- Argument checks: the exceptions CPython's argument parsing raises (issue 7 item 6) ------
 _C_INT = (-2 ** 31, 2 ** 31 - 1)
+_C_LONG = (-2 ** 63, 2 ** 63 - 1)
+_DEFAULT_ARG = -1 if _sys.version_info[0] >= 3 else object()  # socket()'s omitted argument
 _SSIZE_MAX = 2 ** 63 - 1
 # CPython allocates recv()'s result before it looks at the socket: sizes within this many bytes
 # of _SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
@@ -199,8 +221,14 @@ def _int(value, who="", bounds=_C_INT):
     if not isinstance(value, _INT_TYPES):
         raise TypeError("'%s' object cannot be interpreted as an integer" % type(value).__name__)
     if not bounds[0] <= value <= bounds[1]:
-        raise OverflowError("%sPython int too large to convert to C int" % (who and who + ": "))
+        raise OverflowError("%sPython int too large to convert to C %s" % (
+            who and who + ": ", "long" if bounds is _C_LONG else "int"))
     return int(value)
+
+
+def _omitted(value):
+    """socket()'s argument left out (3.x: -1, what socket.py passes for it)."""
+    return value is _DEFAULT_ARG or (_sys.version_info[0] >= 3 and isinstance(value, int) and value == -1)
 
 
 def _size_arg(value):
@@ -259,11 +287,47 @@ def _send_buffer(data):
     (array('i'), a 2-D view) is copied to bytes first, as CPython counts bytes, not items."""
     if isinstance(data, _NOT_BYTES_LIKE):
         _bytes_view(data)  # raises the TypeError
-    view = memoryview(data)
+    try:
+        view = memoryview(data)
+    except TypeError:
+        if _sys.version_info[0] >= 3:
+            raise
+        data = _old_buffer_bytes(data)
+        view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
         data = view.tobytes()
         view = memoryview(data)
     return data, view
+
+
+def _old_buffer_bytes(data):
+    """2.7: what CPython 2.7's "s*" takes besides the new buffer protocol -- ASCII unicode
+    (the default encoding), buffer, array.array, mmap (old-style buffers) -- as a str."""
+    if isinstance(data, unicode):  # type: ignore[name-defined]  # noqa: F821
+        return data.encode("ascii")  # UnicodeEncodeError for other text, as CPython 2.7
+    try:
+        return str(buffer(data))  # type: ignore[name-defined]  # noqa: F821
+    except TypeError:
+        raise TypeError("must be string or buffer, not %s" % type(data).__name__)
+
+
+def _old_writable_view(target):
+    """2.7: a writable byte-wise memoryview of an old-style writable buffer (array.array...),
+    as CPython 2.7's "w*" takes it; TypeError if it has none."""
+    import ctypes
+    try:
+        size = len(buffer(target))  # type: ignore[name-defined]  # noqa: F821
+        return memoryview((ctypes.c_char * size).from_buffer(target))  # keeps ``target`` alive
+    except (TypeError, ValueError):
+        raise TypeError("argument 1 must be read-write buffer, not %s" % type(target).__name__)
+
+
+def _multicast(host):
+    """A multicast (224/4, ff00::/8) or the broadcast address: no TCP connection goes there."""
+    if ":" in host:
+        return host[:2].lower() == "ff"
+    first = host.split(".", 1)[0]
+    return host == "255.255.255.255" or (first.isdigit() and 224 <= int(first) <= 239)
 
 
 def _progress(endpoint):
@@ -357,10 +421,17 @@ def _probe_ipv6():
 def _new_endpoint(family, type, proto):
     """The endpoint class for (family, type), imported on first use (no firmware at import)."""
     family, type, proto = _int(family), _int(type), _int(proto)
-    if not 0 <= proto <= 255 or type not in (SOCK_STREAM, SOCK_DGRAM) and family in (AF_INET, AF_INET6):
-        raise _error(_errno.EINVAL)  # Linux: an unknown type or an impossible protocol number
+    if type & ~0xf & ~_TYPE_FLAGS or not 0 <= type & 0xf < _SOCK_MAX:
+        raise _error(_errno.EINVAL)  # Linux (__sys_socket, __sock_create): unknown flags or type
+    type &= 0xf
+    if not 0 <= proto <= 255 and family in (AF_INET, AF_INET6):
+        raise _error(_errno.EINVAL)  # Linux: an impossible protocol number
     if family not in (AF_INET, AF_INET6):
         raise _error(_errno.EAFNOSUPPORT)
+    if type == SOCK_RAW:  # as Linux answers an unprivileged program; EFI has no raw sockets at all
+        raise _error(_errno.EPERM if proto else _errno.EPROTONOSUPPORT)
+    if type not in (SOCK_STREAM, SOCK_DGRAM):
+        raise _error(_errno.ESOCKTNOSUPPORT)  # Linux inet_create: no such type for AF_INET
     if family == AF_INET6 and not _ipv6_available():
         # What Linux booted with ipv6.disable=1 says: the firmware has no TCP6/UDP6 on the NIC.
         raise _error(_errno.EAFNOSUPPORT, "Address family not supported by protocol (no EFI TCP6 in this firmware)")
@@ -509,10 +580,12 @@ class socket(object):
     returned by ``_accept()``, ``dup()`` or ``detach()``. Dropping the last reference closes
     it gracefully."""
 
-    # No __weakref__ and no __dict__: 3.x's socket.socket adds its own slots to this base.
-    __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto")
+    # No __dict__, and on 3.x no __weakref__: 3.x's socket.socket adds its own slots to this
+    # base. 2.7's _socket.socket is the object itself, and can be weakly referenced.
+    __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto") + \
+        (("__weakref__",) if _sys.version_info[0] < 3 else ())
 
-    def __init__(self, family=-1, type=-1, proto=-1, fileno=None):
+    def __init__(self, family=_DEFAULT_ARG, type=_DEFAULT_ARG, proto=_DEFAULT_ARG, fileno=None):
         self._fd = -1
         self._descriptor = None
         if fileno is not None:
@@ -525,10 +598,12 @@ class socket(object):
                 raise _error(_errno.EBADF)
             fd = fileno
         else:
-            family = AF_INET if family == -1 else family
-            type = SOCK_STREAM if type == -1 else type
-            proto = 0 if proto == -1 else proto
-            descriptor = _Descriptor(_new_endpoint(family, type, proto), family, type, proto)
+            # 3.x: -1 means the default (socket.py passes it); 2.7 takes -1 as a number (EINVAL).
+            family = AF_INET if _omitted(family) else family
+            type = SOCK_STREAM if _omitted(type) else type
+            proto = 0 if _omitted(proto) else proto
+            endpoint = _new_endpoint(family, type, proto)
+            descriptor = _Descriptor(endpoint, family, type & ~_TYPE_FLAGS, proto)
             fd = _register(descriptor)
         self._family = descriptor.family
         self._type = descriptor.type
@@ -536,6 +611,8 @@ class socket(object):
         self._descriptor = descriptor
         self._fd = fd
         self._timeout = _default_timeout[0]
+        if fileno is None and _int(type) & _TYPE_FLAGS & 0o4000:
+            self._timeout = 0.0  # SOCK_NONBLOCK (3.x), as CPython's socket() honours it
 
     # -- identity and lifetime
     family = property(lambda self: self._family, doc="the socket family")
@@ -544,8 +621,8 @@ class socket(object):
     timeout = property(lambda self: self._timeout, doc="the socket timeout")
 
     def __repr__(self):
-        return "<socket object, fd=%d, family=%d, type=%d, proto=%d>" % (
-            self._fd, self._family, self._type, self._proto)
+        return "<socket object, fd=%d, family=%d, type=%d, %s=%d>" % (
+            self._fd, self._family, self._type, "proto" if _sys.version_info[0] >= 3 else "protocol", self._proto)
 
     def fileno(self):  # type: () -> int
         """fileno() -> integer
@@ -560,6 +637,10 @@ class socket(object):
         SO_LINGER set to 0 seconds it is reset instead. Closing twice is harmless."""
         fd, self._fd, self._descriptor = self._fd, -1, None
         if fd >= 0:
+            if fd not in _fds and _sys.version_info[0] >= 3:
+                # CPython 3 reports close(2)'s EBADF: the fd was closed behind this object's
+                # back (_socket.close(fd), another object's detach()...). 2.7 ignores it.
+                raise _error(_errno.EBADF)
             _release(fd)
 
     def detach(self):
@@ -579,6 +660,12 @@ class socket(object):
 
     def __del__(self):
         # The 2.7 socket.py never closes its _sock; this is where that connection ends.
+        try:
+            if self._fd >= 0 and _sys.version_info[0] >= 3:
+                import warnings  # as CPython 3's sock_finalize
+                warnings.warn("unclosed %r" % (self,), ResourceWarning, stacklevel=2, source=self)
+        except Exception:
+            pass
         try:
             self.close()
         except Exception:
@@ -623,7 +710,7 @@ class socket(object):
         """setblocking(flag)
 
         Set the socket to blocking (flag is true) or non-blocking (false)."""
-        flag = _int(flag)
+        flag = _int(flag, "", _C_LONG)  # CPython: PyLong_AsLong
         self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
         self._timeout = None if flag else 0.0
 
@@ -661,7 +748,10 @@ class socket(object):
 
         Accept connections; at most ``backlog`` wait to be accepted (EDK2 caps it at 10)."""
         backlog = _int(backlog)
-        self._endpoint().listen(max(0, backlog))
+        endpoint = self._endpoint()
+        if self._type == SOCK_DGRAM:
+            raise _error(_errno.EOPNOTSUPP)  # Linux: UDP has no listen
+        endpoint.listen(max(0, backlog))
 
     @_efi_guarded
     def connect(self, address):
@@ -696,6 +786,9 @@ class socket(object):
             except error as exc:
                 return exc
             return None
+        if _multicast(remote[0]):
+            # Linux (tcp_v4_connect, tcp_v6_connect): no TCP to a multicast or broadcast address.
+            return _error(_errno.ENETUNREACH)
         descriptor = self._descriptor
         reported, descriptor.connect_pending = descriptor.connect_pending, False
         if endpoint.connecting and self._timeout == 0.0:
@@ -736,6 +829,8 @@ class socket(object):
 
     def _accept_endpoint(self):
         endpoint = self._endpoint()
+        if self._type == SOCK_DGRAM:
+            raise _error(_errno.EOPNOTSUPP)  # Linux: UDP has no accept
         if not endpoint.listening:
             raise _error(_errno.EINVAL)
         deadline = self._deadline()
@@ -851,7 +946,10 @@ class socket(object):
         if (level, optname) == (SOL_SOCKET, SO_LINGER):
             packed = _struct.pack("ii", *self._descriptor.linger)
             return packed[:buflen] if buflen else self._descriptor.linger[0]
-        if (level, optname) == (SOL_SOCKET, SO_ERROR):
+        fixed = self._fixed_option(endpoint, level, optname)
+        if fixed is not None:
+            value = fixed
+        elif (level, optname) == (SOL_SOCKET, SO_ERROR):
             _progress(endpoint)  # issue 20 item 1: a connect or a send may have failed meanwhile
             value = endpoint.take_error()
         elif (level, optname) == (SOL_SOCKET, SO_TYPE):
@@ -868,6 +966,18 @@ class socket(object):
                 raise _error(_errno.ENOPROTOOPT)
         return _struct.pack("i", value)[:buflen] if buflen else value
 
+    def _fixed_option(self, endpoint, level, optname):
+        """Options whose value EFI decides and Linux lets a program read: SO_ACCEPTCONN,
+        IP_TTL (what bitsnet configures), IP_TOS (0), TCP_MAXSEG (EDK2's MSS on Ethernet once
+        connected, Linux's 536 before). None for any other option."""
+        if (level, optname) == (SOL_SOCKET, SO_ACCEPTCONN):
+            return int(bool(endpoint.listening))
+        if level == IPPROTO_IP and optname in (IP_TTL, IP_TOS) and self._family == AF_INET:
+            return 64 if optname == IP_TTL else 0
+        if (level, optname) == (IPPROTO_TCP, TCP_MAXSEG) and self._type == SOCK_STREAM:
+            return 1460 if endpoint.connected else 536
+        return None
+
     # -- data
     @_efi_guarded
     def recv(self, bufsize, flags=0):  # type: (int, int) -> bytes
@@ -879,6 +989,9 @@ class socket(object):
             raise ValueError("negative buffersize in recv")
         if bufsize > _MAX_RECV:
             raise OverflowError("byte string is too large")
+        if bufsize == 0 and _sys.version_info[0] >= 3:
+            self._endpoint()
+            return b""  # CPython 3 asks the OS nothing: a queued datagram stays queued
         if bufsize <= _UNCOPIED_RECV_MAX:  # the received bytes, uncopied
             if self._type == SOCK_DGRAM:
                 return self._recvfrom_into(None, bufsize, flags)[0]
@@ -894,7 +1007,8 @@ class socket(object):
         """recv_into(buffer, [nbytes[, flags]]) -> nbytes_read
 
         Receive up to nbytes bytes into the writable buffer (all of it if nbytes is 0)."""
-        return self._recv_into(buffer, self._size(buffer, nbytes, "recv_into"), _int(flags))
+        buffer, nbytes = self._size(buffer, nbytes, "recv_into")
+        return self._recv_into(buffer, nbytes, _int(flags))
 
     @_efi_guarded
     def recvfrom(self, bufsize, flags=0):
@@ -916,7 +1030,7 @@ class socket(object):
     @_efi_guarded
     def recvfrom_into(self, buffer, nbytes=0, flags=0):
         """recvfrom_into(buffer[, nbytes[, flags]]) -> (nbytes, address info)"""
-        nbytes = self._size(buffer, nbytes, "recvfrom_into")
+        buffer, nbytes = self._size(buffer, nbytes, "recvfrom_into")
         if self._type == SOCK_DGRAM:
             n, source = self._recvfrom_into(buffer, nbytes, _int(flags))
             return n, self._out(source)
@@ -924,11 +1038,18 @@ class socket(object):
 
     @staticmethod
     def _size(buffer, nbytes, who):
+        """(the buffer to write into, how many bytes): CPython's checks of recv_into's
+        arguments; on 2.7 an old-style buffer (array.array) becomes a memoryview of it."""
         if isinstance(buffer, _INT_TYPES) or buffer is None or \
                 (_sys.version_info[0] >= 3 and isinstance(buffer, str)):
             raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
                             % (who, type(buffer).__name__))
-        view = memoryview(buffer)
+        try:
+            view = memoryview(buffer)
+        except TypeError:
+            if _sys.version_info[0] >= 3:
+                raise
+            view = buffer = _old_writable_view(buffer)  # 2.7: array.array and other old buffers
         if view.readonly:
             raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
                             % (who, type(buffer).__name__))
@@ -937,10 +1058,10 @@ class socket(object):
             raise ValueError("negative buffersize in %s" % who)
         available = len(view) * view.itemsize
         if nbytes == 0:
-            return available
+            return buffer, available
         if nbytes > available:
             raise ValueError("buffer too small for requested bytes")
-        return nbytes
+        return buffer, nbytes
 
     def _recv_into(self, buffer, nbytes, flags):
         if self._type == SOCK_DGRAM:
@@ -1131,6 +1252,14 @@ def dup(fd):  # type: (int) -> int
         raise _error(_errno.EBADF)
     descriptor.refs += 1
     return _register(descriptor)
+
+
+def fromfd(fd, family, type, proto=0):
+    """fromfd(fd, family, type[, proto]) -> socket object
+
+    A new socket object for a duplicate of ``fd`` (2.7's _socket has it; 3.x's socket.py
+    defines its own from dup())."""
+    return socket(family, type, proto, fileno=dup(fd))
 
 
 def close(fd):
@@ -1343,6 +1472,10 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     if port is not None and not isinstance(port, _INT_TYPES + (str, bytes, _UNICODE)):
         raise error("Int or String expected")
     family, type, proto, flags = _int(family), _int(type), _int(proto), _int(flags)
+    if host is None and port is None:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    if flags & ~_AI_KNOWN or (flags & AI_CANONNAME and host is None):
+        raise gaierror(EAI_BADFLAGS, _GAI_MESSAGES[EAI_BADFLAGS])  # glibc's first checks
     if family not in (AF_UNSPEC, AF_INET, AF_INET6):
         raise gaierror(EAI_FAMILY, _GAI_MESSAGES[EAI_FAMILY])
     if type not in (0, SOCK_STREAM, SOCK_DGRAM):
@@ -1354,7 +1487,9 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     if proto and type and (type, proto) not in ((SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)):
         raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
     port = _service_port(port, type, flags)
-    if host is None or host == "" or host == b"":
+    if host is not None and not host:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])  # glibc: "" is no name; None is
+    if host is None:
         # IPv4 first, as glibc orders the wildcards; IPv6 only when the firmware has it (the
         # probe's answer: no firmware call here). EDK2 has no loopback interface (facts 3.10),
         # so the non-passive answer matters on the simulator only; it is ordered the same way.
@@ -1437,6 +1572,9 @@ def getnameinfo(sockaddr, flags):
     host, port = _str_arg(sockaddr[0], "getnameinfo() argument 1"), _int(sockaddr[1])
     flags = _int(flags)
     scope_id = _int(sockaddr[3], "", (0, 2 ** 32 - 1)) if len(sockaddr) > 3 else 0
+    if len(sockaddr) > 2 and _int(sockaddr[2], "", (-2 ** 31, 2 ** 32 - 1)) & 0xffffffff > 0xfffff:
+        raise OverflowError("%s: flowinfo must be 0-1048575." % (  # CPython's "I", then the check
+            "getnameinfo()" if _sys.version_info[0] >= 3 else "getsockaddrarg"))
     literal6 = _families.ipv6_literal(host) if ":" in host else None
     if literal6 is None and len(sockaddr) != 2:
         raise error("IPv4 sockaddr must be 2 tuple")

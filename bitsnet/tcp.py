@@ -779,7 +779,7 @@ class TcpEndpoint(object):
             _fail(errno.EPIPE, "send after shutdown or reset")
         if self._state == "connecting":
             return None
-        _fail(errno.ENOTCONN, "send")
+        _fail(errno.EPIPE, "send on a socket that is not connected")  # Linux sk_stream_wait_connect
 
     def shutdown(self, how):
         self._check_open()

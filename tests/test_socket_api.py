@@ -157,7 +157,7 @@ def test_getaddrinfo_literals_localhost_wildcards_and_services():
     assert bs.getaddrinfo("localhost", "https", 0, bs.SOCK_STREAM)[0][4] == ("127.0.0.1", 443)
     assert bs.getaddrinfo(None, 8080, 0, bs.SOCK_STREAM, 0, bs.AI_PASSIVE)[0][4] == ("0.0.0.0", 8080)
     assert bs.getaddrinfo(None, 8080, 0, bs.SOCK_STREAM)[0][4] == ("127.0.0.1", 8080)
-    assert bs.getaddrinfo("", None, 0, bs.SOCK_STREAM, 0, bs.AI_PASSIVE)[0][4] == ("0.0.0.0", 0)
+    assert bs.getaddrinfo(None, 0, 0, bs.SOCK_STREAM, 0, bs.AI_PASSIVE)[0][4] == ("0.0.0.0", 0)
     assert sorted(r[1] for r in bs.getaddrinfo("1.2.3.4", 53)) == [bs.SOCK_STREAM, bs.SOCK_DGRAM]
     with pytest.raises(bs.gaierror) as info:
         bs.getaddrinfo("www.example.com", 80, 0, 0, 0, bs.AI_NUMERICHOST)  # a name: no DNS asked

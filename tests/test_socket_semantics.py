@@ -272,3 +272,251 @@ def test_transmits_refused_for_too_long_fail_the_connection_loudly(sock_net, mon
     a.close()
     peer.close()
     listener.close()
+
+
+# --- item 5: what send and recv_into take ---------------------------------------------------------
+def send_objects():
+    import array
+    objects = [b"str", bytearray(b"ba"), memoryview(b"mv"), array.array("b", [65, 66])]
+    if PY2:
+        objects += [u"uni", buffer(b"buf")]  # noqa: F821
+    return objects
+
+
+def test_send_and_sendall_take_what_cpython_takes(sock_net):
+    listener = Listener()
+    client, server = bitsnet_pair(listener)
+    local, local_peer = host.create_connection(listener.address, timeout=10), listener.accept()
+    for obj in send_objects():
+        assert client.send(obj) == local.send(obj), repr(obj)
+        client.sendall(obj)
+        local.sendall(obj)
+    expected = b"".join(2 * as_bytes(obj) for obj in send_objects())
+    assert peers_recv(server, len(expected)) == peers_recv(local_peer, len(expected)) == expected
+    if PY2:
+        with pytest.raises(UnicodeEncodeError):
+            client.send(u"\xe9")
+    for bad in (1, None) + ((u"text",) if not PY2 else ()):
+        with pytest.raises(TypeError):
+            client.send(bad)
+        with pytest.raises(TypeError):
+            local.send(bad)
+    for s in (client, server, local, local_peer):
+        s.close()
+    listener.close()
+
+
+def as_bytes(obj):
+    import array
+    if isinstance(obj, array.array):
+        return obj.tostring() if PY2 else obj.tobytes()
+    if PY2 and isinstance(obj, (unicode, buffer)):  # noqa: F821
+        return str(obj)
+    return memoryview(obj).tobytes()
+
+
+def peers_recv(sock, size):
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk
+        data += chunk
+    return data
+
+
+def test_recv_into_and_recvfrom_into_fill_an_array(sock_net):
+    import array
+    listener = Listener()
+    client, server = bitsnet_pair(listener)
+    target = array.array("b", [0] * 8)
+    server.sendall(b"abc")
+    assert client.recv_into(target) == 3 and target.tolist()[:3] == [97, 98, 99]
+    server.sendall(b"de")
+    n, source = client.recvfrom_into(target, 2)
+    assert n == 2 and target.tolist()[:2] == [100, 101] and source is None
+    with pytest.raises(TypeError):
+        client.recv_into(b"read-only" if not PY2 else "read-only")
+    client.close()
+    server.close()
+    listener.close()
+
+
+# --- item 6: smaller behaviours as Linux's ------------------------------------------------------
+def test_udp_listen_and_accept_are_eopnotsupp(sock_net):
+    sock = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    for call in (sock.listen, sock.accept):
+        with pytest.raises(bs.error) as info:
+            call()
+        assert info.value.errno == errno.EOPNOTSUPP
+    sock.close()
+
+
+def test_udp_recv_zero_leaves_the_datagram_on_3x_and_drops_it_on_27(sock_net):
+    sock = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    sock.bind(("", 0))
+    address = (sock_net.config.address.split("/")[0], sock.getsockname()[1])
+    sender = host.socket(host.AF_INET, host.SOCK_DGRAM)
+    sender.sendto(b"datagram", address)
+    sock.settimeout(5)
+    if not PY2:
+        assert sock.recv(0) == b""  # CPython 3 does not ask the OS at all
+        assert sock.recv(100) == b"datagram"
+    else:
+        assert sock.recv(0) == b""  # 2.7 asks the OS, which drops the datagram
+        sock.setblocking(False)
+        with pytest.raises(bs.error) as info:
+            sock.recv(100)
+        assert info.value.errno == errno.EAGAIN
+    sender.close()
+    sock.close()
+
+
+def test_send_on_an_unconnected_tcp_socket_is_epipe(sock_net):
+    for sock in (bs.socket(), host.socket()):
+        with pytest.raises(host.error if sock.__class__ is host.socket else bs.error) as info:
+            sock.send(b"x")
+        assert info.value.errno == errno.EPIPE
+        sock.close()
+
+
+def test_connect_to_multicast_or_broadcast_is_enetunreach(sock_net):
+    sock = bs.socket()
+    sock.settimeout(5)
+    for address in (("224.0.0.1", 80), ("239.1.2.3", 80), ("255.255.255.255", 80)):
+        start = time.time()
+        assert sock.connect_ex(address) == errno.ENETUNREACH
+        assert time.time() - start < 1
+    sock.close()
+
+
+def test_getaddrinfo_refuses_an_empty_host_and_unknown_flags_as_cpython():
+    for args in (("", 80), (b"", 80), ("localhost", 80, 0, 0, 0, -1), ("localhost", 80, 0, 0, 0, 0x800),
+                 (None, 80, 0, 0, 0, host.AI_CANONNAME)):
+        with pytest.raises(host.gaierror) as expected:
+            host.getaddrinfo(*args)
+        with pytest.raises(bs.gaierror) as got:
+            bs.getaddrinfo(*args)
+        assert got.value.args[0] == expected.value.args[0], args
+
+
+def test_getnameinfo_checks_flowinfo_as_cpython():
+    for sockaddr in (("::1", 80, 0x100000, 0), ("::1", 80, 2 ** 32 - 1, 0)):
+        with pytest.raises(OverflowError) as expected:
+            host.getnameinfo(sockaddr, host.NI_NUMERICHOST)
+        with pytest.raises(OverflowError) as got:
+            bs.getnameinfo(sockaddr, bs.NI_NUMERICHOST)
+        assert str(got.value) == str(expected.value)
+
+
+def test_select_refuses_unknown_descriptors_beyond_fd_setsize(sock_net):
+    from bitsnet import select as bselect
+    import select as hselect
+    with pytest.raises(ValueError) as expected:
+        hselect.select([5000], [], [], 0)
+    with pytest.raises(ValueError) as got:
+        bselect.select([5000], [], [], 0)
+    assert str(got.value) == str(expected.value)
+    with pytest.raises(bselect.error) as info:
+        bselect.select([999], [], [], 0)  # below FD_SETSIZE and not a socket: EBADF
+    assert info.value.args[0] == errno.EBADF
+    socks = [bs.socket() for _ in range(30)]  # our own fds pass FD_SETSIZE and still work
+    assert socks[-1].fileno() >= bs.FD_SETSIZE
+    assert bselect.select([], [socks[-1]], [], 0)[1] == [socks[-1]]
+    for s in socks:
+        s.close()
+
+
+def test_constants_and_fromfd(sock_net):
+    names = ["SO_ACCEPTCONN", "TCP_MAXSEG", "IP_TTL", "IP_TOS", "IP_ADD_MEMBERSHIP", "SOCK_RAW", "SOCK_RDM",
+             "SOCK_SEQPACKET"] + ([] if PY2 else ["SOCK_NONBLOCK", "SOCK_CLOEXEC"])
+    for name in names:
+        assert getattr(bs, name) == getattr(host, name), name
+    assert hasattr(bs, "SOCK_NONBLOCK") == hasattr(host, "SOCK_NONBLOCK")
+    server = bs.socket()
+    assert server.getsockopt(bs.SOL_SOCKET, bs.SO_ACCEPTCONN) == 0
+    server.bind(("", 0))
+    server.listen(1)
+    assert server.getsockopt(bs.SOL_SOCKET, bs.SO_ACCEPTCONN) == 1
+    assert server.getsockopt(bs.IPPROTO_IP, bs.IP_TTL) == 64
+    assert server.getsockopt(bs.IPPROTO_IP, bs.IP_TOS) == 0
+    twin = bs.fromfd(server.fileno(), bs.AF_INET, bs.SOCK_STREAM)
+    assert twin.fileno() != server.fileno() and twin.getsockname() == server.getsockname()
+    twin.close()
+    server.close()
+    if not PY2:
+        quick = bs.socket(bs.AF_INET, bs.SOCK_STREAM | bs.SOCK_NONBLOCK)
+        assert quick.type == bs.SOCK_STREAM and quick.gettimeout() == 0.0
+        quick.close()
+
+
+@pytest.mark.parametrize("args", [(2, 3, 0), (2, 4, 0), (2, 5, 0), (2, 11, 0), (2, 1, 300), (2, 1, 17),
+                                  (2, 2, 6), (99, 1, 0), (2, 1 | 4096, 0), (2, 0, 0), (-1, -1, -1)])
+def test_socket_arguments_fail_as_on_linux(sock_net, args):
+    try:
+        expected = host.socket(*args)
+    except host.error as exc:
+        expected = exc
+    else:
+        expected.close()
+    try:
+        got = bs.socket(*args)
+    except bs.error as exc:
+        assert isinstance(expected, host.error) and exc.errno == expected.errno, (args, exc, expected)
+    else:
+        assert not isinstance(expected, host.error), (args, expected)
+        assert (got.family, got.type) == (expected.family, expected.type)
+        got.close()
+
+
+def test_fresh_tcp_socket_polls_pollout_pollhup_as_linux(sock_net):
+    from bitsnet import select as bselect
+    import select as hselect
+    ours, theirs = bs.socket(), host.socket()
+    p, q = bselect.poll(), hselect.poll()
+    p.register(ours)
+    q.register(theirs)
+    assert [mask for _, mask in p.poll(0)] == [mask for _, mask in q.poll(0)]
+    ours.close()
+    theirs.close()
+
+
+def test_closing_a_socket_whose_fd_was_closed_elsewhere(sock_net):
+    sock = bs.socket()
+    bs.close(sock.fileno())
+    if PY2:
+        sock.close()  # 2.7 ignores close(2)'s error
+    else:
+        with pytest.raises(bs.error) as info:
+            sock.close()
+        assert info.value.errno == errno.EBADF
+    sock.close()  # then it is closed: harmless
+
+
+def test_setblocking_takes_a_c_long(sock_net):
+    sock = bs.socket()
+    sock.setblocking(2 ** 40)
+    assert sock.gettimeout() is None
+    with pytest.raises(OverflowError):
+        sock.setblocking(2 ** 70)
+    sock.close()
+
+
+def test_socket_object_identity_as_each_python(sock_net):
+    import weakref
+    import warnings
+    sock = bs.socket()
+    if PY2:
+        assert weakref.ref(sock)() is sock  # 2.7's _socket.socket takes weak references
+        assert "protocol=0" in repr(sock)
+        sock.close()
+        return
+    assert "proto=0" in repr(sock)
+    sock.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dropped = bs.socket()
+        del dropped
+        import gc
+        gc.collect()
+    assert [w.category for w in caught] == [ResourceWarning]
+    assert "unclosed" in str(caught[0].message)
