@@ -41,8 +41,11 @@ def run_efirun(args, env=None, timeout=RUN_TIMEOUT):
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+FUTURE = "from __future__ import print_function\n"
+
+
 def run_code(code, *options):
-    status, out, err = run_efirun(list(options) + ["-c", textwrap.dedent(code)])
+    status, out, err = run_efirun(list(options) + ["-c", FUTURE + textwrap.dedent(code)])
     assert status == 0, err
     return out.splitlines()
 
@@ -165,7 +168,7 @@ def test_os_is_bits_stub():
 
 
 def run_code_env(code, env):
-    status, out, err = run_efirun(["--no-install", "-c", textwrap.dedent(code)], env=env)
+    status, out, err = run_efirun(["--no-install", "-c", FUTURE + textwrap.dedent(code)], env=env)
     assert status == 0, err
     return out.splitlines()
 
@@ -206,14 +209,21 @@ def test_random_signal_tempfile_are_empty():
             random.random()
         except AttributeError:
             print("AttributeError")
+        import uuid
+        for make in (uuid.uuid4, uuid.uuid1):
+            try:
+                make()
+            except AttributeError:
+                print("AttributeError")
+        print(uuid.UUID("5b446ed1-e30b-4faa-871a-3654eca36080").version)
     """, "--no-install")
-    assert lines == ["[]", "[]", "[]", "AttributeError"]
+    assert lines == ["[]", "[]", "[]", "AttributeError", "AttributeError", "AttributeError", "4"]
 
 
 # ----------------------------------------------------------------------------- sys, stdout, Ctrl-C (sections 1, 8)
 def test_sys_path_argv_and_stdout(tmpdir):
     script = tmpdir.join("show.py")
-    script.write(textwrap.dedent("""
+    script.write(FUTURE + textwrap.dedent("""
         import sys
         print(sys.argv)
         print("" in sys.path, %r in sys.path)

@@ -165,7 +165,8 @@ def test_ledger_line(tmpdir):
 
 
 def test_install_and_trampoline_steps():
-    code = "import sys, socket; print(socket.socket.__module__ == 'socket', '_bitsnet_trampoline' in sys.modules, " \
+    code = "from __future__ import print_function\n" \
+           "import sys, socket; print(socket.socket.__module__ == 'socket', '_bitsnet_trampoline' in sys.modules, " \
            "getattr(sys.modules.get('_socket'), '__name__', None))"
     status, out, err = run_efirun(["--no-install", "--no-trampoline", "-c", code])
     assert (status, out.strip()) == (0, "True False _socket"), err
@@ -226,6 +227,7 @@ def test_options_reach_the_machine_config():
     # Inspection only: the program peeks at the simulator to see what efirun configured (which
     # BITS's Python would refuse: efisim is not a BITS module; so --host-stdlib).
     code = textwrap.dedent("""
+        from __future__ import print_function
         from efisim import machine
         m = machine.current()
         c = m.config

@@ -31,7 +31,7 @@ when it imports:
   Tee (``write``/``flush`` only) over the real streams, and SIGINT raises what Ctrl-C on BITS's
   serial console raises: ``KeyError((0, u'\\x03', 0))``. The builtins ``site`` adds (``exit``,
   ``quit``...) are gone, ``open()`` refuses to write for the program, and the ``idna`` codec
-  refuses the program (BITS lacks ``stringprep``).
+  and ``uuid.uuid1``/``uuid4`` refuse the program (BITS lacks ``stringprep`` and randomness).
 
 ``BitsEnvironment(...).activate()`` does all this, ``deactivate()`` undoes it. The program's
 ``__main__`` namespace is registered with ``add_program_namespace``.
@@ -202,6 +202,7 @@ class BitsEnvironment(object):
         self._host_main = None  # type: Optional[int]  # id of the host's own __main__ namespace
         self._idna_saved = None  # type: Optional[tuple]  # (encodings._cache, its "idna" entry before)
         self._builtins_saved = {}  # type: dict  # builtins taken away or replaced for the run
+        self._uuid_saved = {}  # type: dict  # uuid.uuid1/uuid4 as they were
         self._load_standins()
 
     # ----------------------------------------------------------------------------- stand-ins
@@ -270,6 +271,24 @@ class BitsEnvironment(object):
 
         builtins.open = open
         self._builtins_saved = saved
+        self._guard_uuid()
+
+    def _guard_uuid(self):
+        """``uuid`` is shared with the simulator's efi (GUIDs are uuid.UUIDs), so the program gets
+        the host's module; but in BITS ``uuid4()``/``uuid1()`` fail for want of random numbers
+        (no os.urandom, an empty random): for program-side callers they fail here too."""
+        import uuid
+
+        def guarded(function):
+            def call(*args, **kw):
+                if self.program_side(sys._getframe(1).f_globals):
+                    raise AttributeError("'module' object has no attribute 'randrange'")
+                return function(*args, **kw)
+            return call
+
+        for name in ("uuid1", "uuid4"):
+            self._uuid_saved[name] = getattr(uuid, name)
+            setattr(uuid, name, guarded(getattr(uuid, name)))
 
     def _guard_idna(self):
         """BITS has no idna codec (its encodings.idna needs stringprep, which lib.zip lacks): for the
@@ -334,6 +353,10 @@ class BitsEnvironment(object):
         for name, value in self._builtins_saved.items():
             setattr(builtins, name, value)
         self._builtins_saved = {}
+        uuid = sys.modules.get("uuid")
+        for name, value in self._uuid_saved.items():
+            setattr(uuid, name, value)
+        self._uuid_saved = {}
 
     # ----------------------------------------------------------------------------- judging
     def _depth(self):
