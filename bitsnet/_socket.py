@@ -339,16 +339,57 @@ def _progress(endpoint):
     return True
 
 
+# --- One thread at a time (issue 20) ------------------------------------------------------------
+# bitsnet is not thread-safe and need not be: firmware Python has no threads. On a host a second
+# thread entering while another is inside would corrupt the registries (events, endpoints), so it
+# is refused with a RuntimeError that names the rule. Cheap: one get_ident() per call. BITS has
+# no thread module: there the check is off (there is no second thread).
+try:
+    from _thread import get_ident as _get_ident
+except ImportError:
+    try:
+        from thread import get_ident as _get_ident  # type: ignore[no-redef]  # 2.7 on a host
+    except ImportError:
+        _get_ident = None  # type: ignore[assignment]
+_inside = [None, 0]  # [the thread inside bitsnet's socket layer, how deep]
+
+
+def _enter():
+    """Mark the calling thread as inside; RuntimeError if another thread is (see above)."""
+    if _get_ident is None:
+        return
+    me = _get_ident()
+    owner = _inside[0]
+    if owner is not None and owner != me:
+        raise RuntimeError("bitsnet is not thread-safe: a socket call from thread %d while thread %d is inside"
+                           " bitsnet; use bitsnet's sockets from one thread at a time" % (me, owner))
+    _inside[0] = me
+    _inside[1] += 1
+
+
+def _leave():
+    if _get_ident is None:
+        return
+    _inside[1] -= 1
+    if _inside[1] <= 0:
+        _inside[0] = None
+        _inside[1] = 0
+
+
 def _efi_guarded(method):
-    """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4)."""
+    """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4), and
+    refuse a second thread's concurrent entry (``_enter``)."""
     @_functools.wraps(method)
     def guarded(self, *args, **kwargs):
+        _enter()
         try:
             return method(self, *args, **kwargs)
         except _efi.EFIException as exc:
             status = exc.args[0] if exc.args else _efi.EFI_DEVICE_ERROR
             raise _error(_errors.errno_for(status, method.__name__),
                          "%s in %s" % (_errors.status_name(status), method.__name__))
+        finally:
+            _leave()
     return guarded
 
 

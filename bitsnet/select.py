@@ -213,7 +213,11 @@ class _Select(object):
             result[1] = [obj for obj, fd in lists[1] if _writable(descriptors[fd])]
             return bool(result[0] or result[1])
 
-        waiter.wait(ready, seconds)
+        _socket._enter()  # one thread at a time (_socket._enter)
+        try:
+            waiter.wait(ready, seconds)
+        finally:
+            _socket._leave()
         return result[0], result[1], []
 
     def __repr__(self):
@@ -288,5 +292,9 @@ class poll(object):
                     result.append((fd, revents))
             return bool(result)
 
-        waiter.wait(ready, timeout)
+        _socket._enter()  # one thread at a time (_socket._enter)
+        try:
+            waiter.wait(ready, timeout)
+        finally:
+            _socket._leave()
         return list(result)

@@ -520,3 +520,34 @@ def test_socket_object_identity_as_each_python(sock_net):
         gc.collect()
     assert [w.category for w in caught] == [ResourceWarning]
     assert "unclosed" in str(caught[0].message)
+
+
+# --- concurrent entry from a second thread ----------------------------------------------------
+def test_a_second_thread_entering_while_one_is_inside_is_refused(sock_net):
+    listener = Listener()
+    client, server = bitsnet_pair(listener)
+    other = bs.socket()
+    seen = {}
+
+    def second():
+        time.sleep(0.3)  # the main thread is inside client.recv by now
+        try:
+            other.getsockname()
+        except RuntimeError as exc:
+            seen["error"] = str(exc)
+        server.sendall(b"done")
+
+    thread = threading.Thread(target=second)
+    thread.daemon = True
+    thread.start()
+    assert client.recv(10) == b"done"
+    thread.join(5)
+    assert "not thread-safe" in seen.get("error", ""), seen
+    # one thread after the other is fine
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(name=other.getsockname()))
+    thread.start()
+    thread.join(5)
+    assert result["name"] == other.getsockname()
+    for s in (client, server, other, listener):
+        s.close()
