@@ -351,7 +351,7 @@ except ImportError:
         from thread import get_ident as _get_ident  # type: ignore[no-redef]  # 2.7 on a host
     except ImportError:
         _get_ident = None  # type: ignore[assignment]
-_inside = [None, 0]  # [the thread inside bitsnet's socket layer, how deep]
+_inside = _events.entered  # [the thread inside bitsnet's socket layer, how deep]
 
 
 def _enter():

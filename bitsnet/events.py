@@ -61,6 +61,9 @@ IDLE_STALL_US = 100  # Stall per idle iteration after that: bounds latency, spar
 # BITS (no threads there); a host harness that runs threaded code over bitsnet under one lock
 # sets it to let the other threads take their turn while this one waits (tests/cpython).
 wait_hook = None
+# The thread inside bitsnet's socket layer and how deep (bitsnet._socket._enter refuses a second
+# thread meanwhile). A wait_hook is a safe point: the waiting thread lets go while it runs.
+entered = [None, 0]  # type: list
 
 # Monotonic seconds (bitsnet/clock.py); every timeout in bitsnet is measured with this one clock.
 clock = _clock.monotonic
@@ -326,7 +329,12 @@ def wait_until(predicate, deadline, poll=None, checked=False):
         if idle > IDLE_SPINS:
             boot_services().Stall(IDLE_STALL_US)
         if wait_hook is not None:
-            wait_hook()
+            held = entered[:]
+            entered[:] = [None, 0]  # the other threads' turn: they may enter (see ``entered``)
+            try:
+                wait_hook()
+            finally:
+                entered[:] = held
 
 
 def outstanding(owner=None):
