@@ -4,10 +4,10 @@ In BITS, Python 2.7 runs inside GRUB: ``errno`` has nine names with GRUB's value
 ``time``, ``random``, ``signal`` and ``tempfile`` are BITS's own small modules, there are no
 threads, the standard library is a subset (``lib.zip``), ``sys.path`` is ``/boot/python`` and
 its ``lib.zip``, and ``sys.stdout`` is a Tee with only ``write`` and ``flush``
-(docs/bits-environment.md sections 2-5 and 8). The simulator runs the program in the same interpreter as
-itself -- the firmware model, its threads, the lab's servers -- and those need the host's real
-modules. So this module does not change what is imported; it changes what the PROGRAM gets
-when it imports:
+(docs/bits-environment.md sections 2-5 and 8). The simulator runs the program in the same
+interpreter as itself -- the firmware model, its threads, the lab's servers -- and those need
+the host's real modules. So this module does not change what is imported; it changes what the
+PROGRAM gets when it imports:
 
 * ``builtins.__import__`` is wrapped. Each import is judged by the module that executes it
   (the ``globals`` passed to ``__import__``): the "program side" is the program's ``__main__``,
@@ -15,10 +15,15 @@ when it imports:
   (PYTHONPATH entries, which play extra ``/boot/python`` content). On Python 2.7, a module first
   imported while a program-side import runs (``socket.py``, ``SocketServer.py``, ...) is program
   side too, for good: a per-thread depth counter marks the program-side import in progress, and
-  the modules that appeared in ``sys.modules`` meanwhile are remembered. On Python 3 only the
+  the modules that appeared in ``sys.modules`` meanwhile are remembered; a standard module the
+  host had loaded already and that holds a host module BITS replaces (``logging`` holds ``time``)
+  is loaded again as the program's private copy, outside ``sys.modules``. On Python 3 only the
   program's direct imports are judged (the 3.x standard library's own imports -- ``http.client``
-  needs ``email``, ``socket`` needs ``selectors`` -- are not BITS's business). Everything else,
-  the simulator included, is the host side and imports as usual.
+  needs ``email``, ``socket`` needs ``selectors`` -- are not BITS's business). Any other
+  ``__main__`` namespace than the host's own (``bitsnet.launch`` makes one) is the program's.
+  Everything else, the simulator included, is the host side and imports as usual. bitsnet
+  modules the simulator loaded for itself are dropped from ``sys.modules`` at activation, so the
+  program's bitsnet is loaded under the model.
 * A program-side import of ``os``, ``time``, ``errno``, ``random``, ``signal`` or ``tempfile``
   gets the stand-in (``tools/efisim/bits_python/``, ``errno`` built here); ``sys.modules`` keeps
   the host's. ``thread``/``threading``/``_thread`` fail (Python 2.7's ``dummy_threading`` works,
