@@ -314,8 +314,11 @@ def run_program(opts, program_args, bitsenv=None):
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
-    except BaseException:
+    except BaseException as exc:
         traceback.print_exc()
+        if bitsenv is not None and isinstance(exc, ImportError):
+            print("efirun: the program runs under BITS's Python, which has only BITS's modules "
+                  "(docs/bits-environment.md section 2); --host-stdlib runs it on the host's", file=sys.stderr)
         return 1
     return 0
 
