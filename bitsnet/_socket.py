@@ -330,6 +330,17 @@ def _multicast(host):
     return host == "255.255.255.255" or (first.isdigit() and 224 <= int(first) <= 239)
 
 
+def _with_deadline(deadline, function, *args):
+    """``function(*args)`` with ``deadline`` reaching the waits below the socket (address
+    bring-up, EFI_NO_MAPPING retries: ``events.caller_deadline``, issue 20 item 4)."""
+    held = _events.caller_deadline[0]
+    _events.caller_deadline[0] = deadline
+    try:
+        return function(*args)
+    finally:
+        _events.caller_deadline[0] = held
+
+
 def _progress(endpoint):
     """Let the stack move once (Poll, completions) before a non-blocking call or a readiness
     query answers "not yet" (issue 20 item 1): nothing else drives the firmware between a
@@ -780,8 +791,11 @@ class socket(object):
         """bind(address)
 
         Bind the socket to a local address, a pair (host, port) -- for AF_INET6 (host, port[,
-        flowinfo[, scope_id]]); port 0 picks a free port."""
-        self._endpoint().bind(_sockaddr(self._family, address, "bind"))
+        flowinfo[, scope_id]]); port 0 picks a free port. While the address is still coming
+        (DHCP), a socket with a timeout waits at most that long (``timeout``); others wait for it."""
+        endpoint = self._endpoint()
+        deadline = self._deadline() if self._timeout else None  # issue 20 item 4
+        _with_deadline(deadline, endpoint.bind, _sockaddr(self._family, address, "bind"))
 
     @_efi_guarded
     def listen(self, backlog=SOMAXCONN):
@@ -820,11 +834,16 @@ class socket(object):
         """None when connected, else the error to raise: connect() raises it whole, with the
         firmware's explanation (DHCP gave up, CreateChild failed), connect_ex() returns its errno."""
         endpoint = self._endpoint()
+        deadline = self._deadline()  # one deadline for the whole call, address bring-up included
         remote = _sockaddr(self._family, address, "connect")
         if self._type == SOCK_DGRAM:  # only the default peer: nothing goes on the wire
             try:
-                endpoint.connect(remote)
+                _with_deadline(deadline, endpoint.connect, remote)
             except error as exc:
+                if isinstance(exc, timeout) and not exc.errno and self._timeout == 0.0:
+                    return _error(_errno.EAGAIN)  # the address is still coming (DHCP)
+                if isinstance(exc, timeout) and not exc.errno:
+                    raise
                 return exc
             return None
         if _multicast(remote[0]):
@@ -850,9 +869,15 @@ class socket(object):
             return _error(endpoint.take_error() or _errno.ECONNABORTED)
         else:
             try:
-                endpoint.connect_start(remote)
-            except timeout:
-                raise
+                _with_deadline(deadline, endpoint.connect_start, remote)
+            except timeout as exc:
+                if self._timeout != 0.0 or exc.errno:  # (ETIMEDOUT is a TimeoutError on 3.x)
+                    raise
+                # Issue 20 item 4: the address is still coming (DHCP, SLAAC): EINPROGRESS now,
+                # and the SYN goes out by later progress (connect_ex, select, SO_ERROR...).
+                endpoint.connect_later(remote)
+                descriptor.connect_pending = True
+                return _error(_errno.EINPROGRESS)
             except error as exc:
                 return exc
             if self._timeout == 0.0:
@@ -863,7 +888,7 @@ class socket(object):
         if endpoint.connecting:
             if self._timeout == 0.0:
                 return _error(_errno.EINPROGRESS)
-            self._wait(endpoint, lambda: not endpoint.connecting, self._deadline())
+            self._wait(endpoint, lambda: not endpoint.connecting, deadline)
         if endpoint.connected:
             return None
         return _error(endpoint.take_error() or _errno.ECONNABORTED)
@@ -1225,7 +1250,12 @@ class socket(object):
         """One datagram to ``address`` (None: the connected peer); all of it or an error."""
         progressed = False
         while True:
-            n = endpoint.sendto(data, address)
+            try:
+                n = _with_deadline(deadline, endpoint.sendto, data, address)
+            except timeout as exc:
+                if not exc.errno and (self._timeout == 0.0 or flags & MSG_DONTWAIT):
+                    raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): issue 20 item 4
+                raise
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:

@@ -109,7 +109,8 @@ class TcpEndpoint(object):
                  "_rx_fragment", "_rx_completion", "_tx_free", "_rx_op", "_eof", "_rd_shut", "_tx",
                  "_tx_ops", "_tx_inflight", "_fin_wanted", "_close_op", "_connect_op",
                  "_connect_deadline", "_close_deadline", "_error", "_dead", "_backlog", "_accept_ops",
-                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later", "_tx_refused_since")
+                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later", "_tx_refused_since",
+                 "_awaiting")
 
     def __init__(self, fam=None):
         self._fam = fam or family.INET
@@ -149,6 +150,7 @@ class TcpEndpoint(object):
         self._streaming = False  # the last Receive brought a full segment: see _post_deferred
         self._rx_later = False  # the last Receive brought data: the next one waits (rule 2)
         self._tx_refused_since = None  # when Transmits started being refused (see _post_transmit)
+        self._awaiting = None  # (address, state before): a connect waiting for the address (connect_later)
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
@@ -262,6 +264,9 @@ class TcpEndpoint(object):
             if status == efi.EFI_NO_MAPPING and events.clock() < deadline:
                 # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
                 # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7).
+                caller = events.caller_deadline[0]
+                if caller is not None and events.clock() >= caller:
+                    raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
                 events.boot_services().Stall(10000)
                 continue
             if status == efi.EFI_INVALID_PARAMETER and port:
@@ -407,9 +412,13 @@ class TcpEndpoint(object):
         """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
         if self._state == "connecting" and self._connect_deadline is not None \
                 and events.clock() >= self._connect_deadline:
+            self._awaiting = None
             self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
             self._state = "failed"
             self._error = errno.ETIMEDOUT
+            return False
+        if self._awaiting is not None:
+            self._connect_awaited()
             return False
         if self._state == "listening":
             while len(self._accept_ops) + len(self._accepted) < self._backlog:
@@ -632,6 +641,34 @@ class TcpEndpoint(object):
         self._connect_deadline = events.clock() + (CONNECT_TIMEOUT if timeout is None else timeout)
         events.check(op)
         self._update()
+
+    def connect_later(self, address):
+        """A non-blocking connect whose address bring-up (DHCP, EFI_NO_MAPPING, SLAAC) is still
+        under way (issue 20 item 4): the endpoint reads as connecting at once, and every update
+        tries again without waiting, until the SYN goes out or the bring-up fails (its error
+        then is the connect's, as SO_ERROR)."""
+        self._check_open()
+        self._awaiting = (address, self._state)
+        self._state = "connecting"
+        self._connect_deadline = events.clock() + CONNECT_TIMEOUT
+
+    def _connect_awaited(self):
+        address, previous = self._awaiting
+        self._awaiting = None
+        self._state = previous
+        held = events.caller_deadline[0]
+        events.caller_deadline[0] = events.clock()  # never wait inside an update
+        try:
+            self.connect_start(address)
+        except (errors.error, efi.EFIException) as exc:
+            if isinstance(exc, errors.timeout) and not exc.errno:  # not ETIMEDOUT: our deadline
+                self._awaiting = (address, previous)  # still no address: stay connecting
+                self._state = "connecting"
+                return
+            self._state = "failed"
+            self._set_error(getattr(exc, "errno", None) or errno.EIO)
+        finally:
+            events.caller_deadline[0] = held
 
     def listen(self, backlog=EDK2_BACKLOG_RANGE[1]):
         """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +

@@ -551,3 +551,77 @@ def test_a_second_thread_entering_while_one_is_inside_is_refused(sock_net):
     assert result["name"] == other.getsockname()
     for s in (client, server, other, listener):
         s.close()
+
+
+# --- item 4: the caller's deadline reaches address bring-up (DHCP) ----------------------------
+DHCP_DELAY = 1.5  # seconds the simulated DHCP server takes to answer
+
+
+@pytest.mark.machine(static=False, dhcp_delay=DHCP_DELAY)
+def test_connect_with_a_timeout_during_dhcp_ends_on_time(sock_net):
+    listener = Listener()
+    sock = bs.socket()
+    sock.settimeout(0.5)
+    start = time.time()
+    with pytest.raises(bs.timeout):
+        sock.connect(listener.address)
+    assert 0.5 <= time.time() - start < 0.6
+    sock.settimeout(10)  # DHCP went on meanwhile; a later connect completes it
+    sock.connect(listener.address)
+    listener.accept().close()
+    sock.close()
+    listener.close()
+
+
+@pytest.mark.machine(static=False, dhcp_delay=DHCP_DELAY)
+def test_non_blocking_connect_during_dhcp_answers_at_once_and_completes_later(sock_net):
+    from bitsnet import select as bselect
+    listener = Listener()
+    sock = bs.socket()
+    sock.setblocking(False)
+    start = time.time()
+    assert sock.connect_ex(listener.address) == errno.EINPROGRESS
+    assert sock.connect_ex(listener.address) == errno.EALREADY
+    assert time.time() - start < 0.1
+    _, writable, _ = bselect.select([], [sock], [], 10)  # through DHCP, then the handshake
+    assert writable == [sock] and time.time() - start < DHCP_DELAY + 1.0
+    assert sock.getsockopt(bs.SOL_SOCKET, bs.SO_ERROR) == 0
+    assert sock.getpeername() == listener.address
+    listener.accept().close()
+    sock.close()
+    listener.close()
+
+
+@pytest.mark.machine(static=False, dhcp_delay=DHCP_DELAY)
+def test_udp_sendto_during_dhcp_honours_the_timeout(sock_net):
+    receiver = host.socket(host.AF_INET, host.SOCK_DGRAM)
+    receiver.bind((peers.HOST, 0))
+    receiver.settimeout(10)
+    sock = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    sock.setblocking(False)
+    start = time.time()
+    with pytest.raises(bs.error) as info:
+        sock.sendto(b"early", receiver.getsockname())
+    assert info.value.errno == errno.EAGAIN and time.time() - start < 0.1
+    sock.settimeout(0.3)
+    start = time.time()
+    with pytest.raises(bs.timeout):
+        sock.sendto(b"early", receiver.getsockname())
+    assert 0.3 <= time.time() - start < 0.4
+    sock.settimeout(10)
+    sock.sendto(b"later", receiver.getsockname())
+    assert receiver.recv(10) == b"later"
+    sock.close()
+    receiver.close()
+
+
+@pytest.mark.machine(static=False, faults="no_dhcp")
+def test_non_blocking_connect_when_dhcp_never_answers_fails_with_etimedout(sock_net, monkeypatch):
+    from bitsnet import ipconfig
+    monkeypatch.setattr(ipconfig, "DHCP_TIMEOUT", 1.0)
+    sock = bs.socket()
+    sock.setblocking(False)
+    assert sock.connect_ex((peers.HOST, 9)) == errno.EINPROGRESS
+    err, tries = poll_connect_ex(sock, (peers.HOST, 9))
+    assert err == errno.ETIMEDOUT
+    sock.close()
