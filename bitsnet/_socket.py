@@ -409,7 +409,8 @@ class _Descriptor(object):
     """What an fd names: one endpoint, plus the state that belongs to it rather than to a
     socket object (``dup()`` shares it; timeouts are per socket object, as in CPython)."""
 
-    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger", "connect_pending")
+    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger", "connect_pending",
+                 "wildcard")
 
     def __init__(self, endpoint, family, type, proto):
         self.endpoint = endpoint
@@ -420,6 +421,7 @@ class _Descriptor(object):
         self.read_shut = False  # shutdown(SHUT_RD) seen: recv returns b'' (kept in Python)
         self.linger = (0, 0)  # SO_LINGER (onoff, seconds); (1, 0) makes close() abort (RST)
         self.connect_pending = False  # a non-blocking connect not yet reported by a later connect
+        self.wildcard = False  # bound to INADDR_ANY / in6addr_any: getsockname says so until connected
 
 
 _fds = {}  # type: dict   # fd -> _Descriptor
@@ -795,7 +797,11 @@ class socket(object):
         (DHCP), a socket with a timeout waits at most that long (``timeout``); others wait for it."""
         endpoint = self._endpoint()
         deadline = self._deadline() if self._timeout else None  # issue 20 item 4
-        _with_deadline(deadline, endpoint.bind, _sockaddr(self._family, address, "bind"))
+        local = _sockaddr(self._family, address, "bind")
+        _with_deadline(deadline, endpoint.bind, local)
+        # EDK2's TCP4 needs the station address for a "0.0.0.0" listener (bits-efi-api item 4),
+        # so the endpoint holds the real one; getsockname() reports the wildcard, as CPython.
+        self._descriptor.wildcard = local[0] == _families.of(self._family).wildcard
 
     @_efi_guarded
     def listen(self, backlog=SOMAXCONN):
@@ -930,7 +936,14 @@ class socket(object):
     @_efi_guarded
     def getsockname(self):
         """getsockname() -> address info: the local (host, port)."""
-        return self._out(self._endpoint().local_address or (_families.of(self._family).wildcard, 0))
+        endpoint = self._endpoint()
+        wildcard = _families.of(self._family).wildcard
+        local = endpoint.local_address
+        if local is None:
+            return self._out((wildcard, 0))
+        if self._descriptor.wildcard and endpoint.remote_address is None:
+            return self._out((wildcard, local[1]))  # bound to the wildcard, not connected
+        return self._out(local)
 
     @_efi_guarded
     def getpeername(self):

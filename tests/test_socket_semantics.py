@@ -625,3 +625,21 @@ def test_non_blocking_connect_when_dhcp_never_answers_fails_with_etimedout(sock_
     err, tries = poll_connect_ex(sock, (peers.HOST, 9))
     assert err == errno.ETIMEDOUT
     sock.close()
+
+
+def test_getsockname_of_a_wildcard_bound_socket_is_the_wildcard(sock_net):
+    for kind in (bs.SOCK_STREAM, bs.SOCK_DGRAM):
+        for wildcard in ("", "0.0.0.0"):
+            sock = bs.socket(bs.AF_INET, kind)
+            sock.bind((wildcard, 0))
+            name = sock.getsockname()
+            assert name[0] == "0.0.0.0" and name[1] > 0, (kind, name)
+            if kind == bs.SOCK_STREAM:
+                sock.listen(1)
+                assert sock.getsockname() == name
+            sock.close()
+    station = sock_net.config.address.split("/")[0]
+    sock = bs.socket()
+    sock.bind((station, 0))
+    assert sock.getsockname()[0] == station
+    sock.close()
