@@ -1301,6 +1301,55 @@ class socket(object):
         remote = _sockaddr(self._family, flags_or_address if address is None else address, "sendto")
         return self._send(data, view, flags, self._deadline(), remote)
 
+    if _sys.version_info[0] >= 3:  # CPython 2.7 has no sendmsg/recvmsg
+        def sendmsg(self, buffers, ancdata=(), flags=0, address=None):
+            """sendmsg(buffers[, ancdata[, flags[, address]]]) -> count
+
+            Send the buffers' bytes as one send (or one datagram). EFI has no ancillary data
+            (no SCM_RIGHTS, no IP_PKTINFO...): any is refused with EOPNOTSUPP."""
+            views = [_send_buffer(b)[1] for b in buffers]
+            if list(ancdata):
+                raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI sockets carry no ancillary data)")
+            data = b"".join(view.tobytes() for view in views)
+            if address is not None:
+                return self.sendto(data, flags, address)
+            return self.send(data, flags)
+
+        def recvmsg(self, bufsize, ancbufsize=0, flags=0):
+            """recvmsg(bufsize[, ancbufsize[, flags]]) -> (data, ancdata, msg_flags, address)
+
+            ancdata is always [] (EFI delivers none); address is None on a TCP socket."""
+            bufsize, ancbufsize = _size_arg(bufsize), _size_arg(ancbufsize)
+            if bufsize < 0:
+                raise ValueError("negative buffer size in recvmsg()")
+            if ancbufsize < 0:
+                raise ValueError("negative ancillary buffer size in recvmsg()")
+            if self._type == SOCK_DGRAM:
+                data, address = self.recvfrom(bufsize, flags)
+            else:
+                data, address = self.recv(bufsize, flags), None
+            return data, [], 0, address
+
+        def recvmsg_into(self, buffers, ancbufsize=0, flags=0):
+            """recvmsg_into(buffers[, ancbufsize[, flags]]) -> (nbytes, ancdata, msg_flags, address)
+
+            Scatter one receive over the writable buffers, in order; ancdata is always []."""
+            views = []
+            for target in buffers:
+                view = memoryview(target)
+                if view.readonly:
+                    raise TypeError("recvmsg_into() argument 1 must be an iterable of single-segment"
+                                    " read-write buffers")
+                views.append(view.cast("B") if view.format != "B" or view.ndim != 1 else view)
+            total = sum(len(view) for view in views)
+            data, ancdata, msg_flags, address = self.recvmsg(total, ancbufsize, flags)
+            offset = 0
+            for view in views:
+                piece = data[offset:offset + len(view)]
+                view[:len(piece)] = piece
+                offset += len(piece)
+            return len(data), ancdata, msg_flags, address
+
     @_efi_guarded
     def shutdown(self, how):
         """shutdown(flag)

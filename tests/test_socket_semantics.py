@@ -643,3 +643,38 @@ def test_getsockname_of_a_wildcard_bound_socket_is_the_wildcard(sock_net):
     sock.bind((station, 0))
     assert sock.getsockname()[0] == station
     sock.close()
+
+
+@pytest.mark.skipif(PY2, reason="CPython 2.7 has no sendmsg/recvmsg")
+def test_sendmsg_recvmsg_and_recvmsg_into_without_ancillary_data(sock_net):
+    listener = Listener()
+    client, server = bitsnet_pair(listener)
+    assert client.sendmsg([b"one ", bytearray(b"two "), memoryview(b"three")]) == 13
+    assert peers_recv(server, 13) == b"one two three"
+    server.sendall(b"reply")
+    data, ancdata, msg_flags, address = client.recvmsg(100, 64)
+    assert (data, ancdata, msg_flags, address) == (b"reply", [], 0, None)
+    server.sendall(b"scattered")
+    first, second = bytearray(4), bytearray(10)
+    n, ancdata, _, _ = client.recvmsg_into([first, second])
+    assert n == 9 and bytes(first) == b"scat" and bytes(second[:5]) == b"tered" and ancdata == []
+    with pytest.raises(bs.error) as info:
+        client.sendmsg([b"x"], [(bs.SOL_SOCKET, 1, b"\0" * 4)])
+    assert info.value.errno == errno.EOPNOTSUPP
+    client.close()
+    server.close()
+    listener.close()
+    receiver = host.socket(host.AF_INET, host.SOCK_DGRAM)
+    receiver.bind((peers.HOST, 0))
+    receiver.settimeout(5)
+    sock = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    sock.bind(("", 0))
+    assert sock.sendmsg([b"data", b"gram"], [], 0, receiver.getsockname()) == 8
+    data, source = receiver.recvfrom(100)
+    assert data == b"datagram"
+    receiver.sendto(b"back", (sock_net.config.address.split("/")[0], sock.getsockname()[1]))
+    sock.settimeout(5)
+    data, ancdata, _, origin = sock.recvmsg(100)
+    assert data == b"back" and ancdata == [] and origin == receiver.getsockname()
+    receiver.close()
+    sock.close()
