@@ -42,8 +42,10 @@ EFI's IPv4 and IPv6 stacks are separate drivers, so an AF_INET6 socket never car
 IPV6_V6ONLY reads 1 and setting it to 0 fails (EOPNOTSUPP), which makes
 ``socket.has_dualstack_ipv6()`` False and leaves http.server's DualStackServer serving IPv6.
 
-Not supported (the error CPython gives for an unsupported feature): ``MSG_OOB`` (EOPNOTSUPP),
-unknown socket options (ENOPROTOOPT), AF_UNIX and raw sockets (EAFNOSUPPORT / EINVAL).
+``send(MSG_OOB)`` is a Transmit with EFI's Urgent flag; EDK2 delivers urgent data inline, so
+``recv(MSG_OOB)`` is EINVAL (Linux's answer when no urgent byte is waiting). Not supported (the
+error CPython gives for an unsupported feature): unknown socket options (ENOPROTOOPT), ancillary
+data (EOPNOTSUPP), AF_UNIX and raw sockets (EAFNOSUPPORT / EPROTONOSUPPORT).
 """
 
 from __future__ import absolute_import
@@ -1150,6 +1152,10 @@ class socket(object):
     def _recv_stream(self, buffer, nbytes, flags):
         """recv_into ``buffer`` on a stream socket: the count; ``buffer`` None: recv, the bytes."""
         endpoint = self._endpoint()
+        if flags & MSG_OOB:
+            # EDK2 delivers urgent data inline, with the rest (RxData.UrgentFlag only marks it):
+            # there is never an out-of-band byte to read -- Linux's answer then is EINVAL.
+            raise _error(_errno.EINVAL, "Invalid argument (EFI TCP delivers urgent data inline)")
         if flags & _NOT_STREAM_RECV_FLAGS:
             raise _error(_errno.EOPNOTSUPP)
         if nbytes == 0 or self._descriptor.read_shut:
@@ -1241,15 +1247,17 @@ class socket(object):
         """Send from ``view`` (a byte-wise memoryview); ``data`` is its object when that is bytes
         and the whole of it, for the zero-copy Transmit (tcp.py rule 3), else ``view`` again."""
         endpoint = self._endpoint()
-        if flags & ~MSG_DONTWAIT:
+        if flags & ~(MSG_DONTWAIT | MSG_OOB) or (flags & MSG_OOB and self._type != SOCK_STREAM):
             raise _error(_errno.EOPNOTSUPP)
         if self._type == SOCK_DGRAM:
             return self._send_datagram(endpoint, view.tobytes(), address, flags, deadline)
         if not len(view):
             return 0
         progressed = False
+        # MSG_OOB: EFI TCP's Urgent flag (tcp.send_urgent); socketpair() has no urgent data
+        send = endpoint.send_urgent if flags & MSG_OOB and hasattr(endpoint, "send_urgent") else endpoint.send
         while True:
-            n = endpoint.send(data)
+            n = send(data)
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:

@@ -806,6 +806,52 @@ class TcpEndpoint(object):
         self._update()
         return n
 
+    def send_urgent(self, data):
+        """send(MSG_OOB): up to TRANSMIT_CHUNK bytes of ``data`` in one Transmit with EFI's
+        Urgent flag, after everything queued before it: the urgent pointer ends with them, so the
+        last byte is what a peer reads with MSG_OOB (as Linux's). How many bytes, or None."""
+        self._check_open()
+        self._refresh()
+        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+            return self._cannot_send()
+        data = memoryview(data)[:TRANSMIT_CHUNK].tobytes()
+        if not data:
+            return 0
+        if self._tx.size or len(self._tx_ops) >= MAX_TRANSMITS or not self._post_urgent(data):
+            return None  # after the queued data, in order
+        return len(data)
+
+    def _post_urgent(self, data):
+        """One Transmit with Urgent=TRUE; its token is not recycled (_post_transmit's are Urgent=FALSE)."""
+        txdata = self._fam.TCP_TRANSMIT_DATA()
+        txdata.Push = txdata.Urgent = True
+        txdata.FragmentCount = 1
+        token = self._fam.TCP_IO_TOKEN()
+        token.Packet.TxData = ctypes.pointer(txdata)
+        fragment = txdata.FragmentTable[0]
+        completion = token.CompletionToken
+        txdata.DataLength = fragment.FragmentLength = len(data)
+        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
+        op = self._submit("txu", token, completion, keep=(txdata, data, fragment, completion))
+        self._tx_ops.append(op)
+        self._tx_inflight += len(data)
+        status = self._call("Transmit", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._tx_ops.remove(op)
+            self._tx_inflight -= len(data)
+            if status != efi.EFI_OUT_OF_RESOURCES:
+                self._refused(status, "send")
+            return False
+        events.check(op)
+        return True
+
+    def _done_tx_urgent(self, op):
+        self._tx_ops.remove(op)
+        self._tx_inflight -= op.keep[0].DataLength
+        if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
+            self._set_error(errors.errno_for(op.status, "send"))
+
     def _cannot_send(self):
         """send() on a connection that is not up: the pending error, EPIPE or ENOTCONN raised,
         or None (would block) while it is still connecting."""
@@ -966,7 +1012,8 @@ class TcpEndpoint(object):
 # What consumes each kind of completion (_consume): a table rather than getattr("_done_" + kind)
 # on every completion.
 _CONSUMERS = {"rx": TcpEndpoint._done_rx, "tx": TcpEndpoint._done_tx, "connect": TcpEndpoint._done_connect,
-              "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close}
+              "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close,
+              "txu": TcpEndpoint._done_tx_urgent}
 
 
 # --- the background closer (rule 4) -------------------------------------------------------------

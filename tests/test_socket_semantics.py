@@ -678,3 +678,30 @@ def test_sendmsg_recvmsg_and_recvmsg_into_without_ancillary_data(sock_net):
     assert data == b"back" and ancdata == [] and origin == receiver.getsockname()
     receiver.close()
     sock.close()
+
+
+def test_msg_oob_goes_out_as_tcp_urgent_data(sock_net):
+    listener = Listener()
+    client, server = bitsnet_pair(listener)
+    client.sendall(b"normal ")
+    assert client.send(b"!", bs.MSG_OOB) == 1
+    client.sendall(b"after")
+    deadline = time.time() + 5
+    urgent = None
+    while urgent is None and time.time() < deadline:
+        try:
+            urgent = server.recv(1, host.MSG_OOB)  # the peer reads it out of band, as from Linux
+        except host.error as exc:
+            assert exc.errno in (errno.EINVAL, errno.EAGAIN, errno.EWOULDBLOCK)
+            time.sleep(0.02)
+    assert urgent == b"!"
+    assert peers_recv(server, 12) == b"normal after"
+    with pytest.raises(bs.error) as info:
+        client.recv(1, bs.MSG_OOB)  # EDK2 delivers urgent data inline: nothing out of band
+    assert info.value.errno == errno.EINVAL
+    udp = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    with pytest.raises(bs.error) as info:
+        udp.sendto(b"x", bs.MSG_OOB, (peers.HOST, 9))
+    assert info.value.errno == errno.EOPNOTSUPP
+    for s in (udp, client, server, listener):
+        s.close()
