@@ -193,6 +193,7 @@ except NameError:
 
 
 _UNICODE = type(u"")  # str on 3, unicode on 2.7
+_NO_ADDRESS = object()  # sendto()'s address left out
 
 
 def _error(err, detail=None):
@@ -292,8 +293,8 @@ def _send_buffer(data):
     try:
         view = memoryview(data)
     except TypeError:
-        if _sys.version_info[0] >= 3:
-            raise
+        if _sys.version_info[0] >= 3:  # CPython's "y*" message, not memoryview()'s
+            raise TypeError("a bytes-like object is required, not '%s'" % type(data).__name__)
         data = _old_buffer_bytes(data)
         view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
@@ -664,6 +665,12 @@ class socket(object):
         self._family = descriptor.family
         self._type = descriptor.type
         self._proto = descriptor.proto
+        if fileno is not None:
+            # CPython 3.7+ takes what is given with fileno= as it is; it asks the fd only for
+            # what was left out (which is what the descriptor knows here).
+            self._family = self._family if _omitted(family) else _int(family)
+            self._type = self._type if _omitted(type) else _int(type)
+            self._proto = self._proto if _omitted(proto) else _int(proto)
         self._descriptor = descriptor
         self._fd = fd
         self._timeout = _default_timeout[0]
@@ -744,6 +751,14 @@ class socket(object):
             raise _error(_errno.EBADF)
         return descriptor.endpoint
 
+    def _live_endpoint(self):
+        """_endpoint(), and EBADF also when the fd was closed behind this object's back (an
+        fcntl on it fails in CPython); not on the data path, which _endpoint() keeps cheap."""
+        endpoint = self._endpoint()
+        if _fds.get(self._fd) is not self._descriptor:
+            raise _error(_errno.EBADF)
+        return endpoint
+
     # -- timeouts
     def settimeout(self, timeout):
         """settimeout(timeout)
@@ -752,7 +767,7 @@ class socket(object):
         None. Setting a timeout of None disables the timeout feature and is equivalent to
         setblocking(1). Setting a timeout of zero is the same as setblocking(0)."""
         timeout = _check_timeout(timeout)
-        self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
+        self._live_endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
         self._timeout = timeout
 
     def gettimeout(self):
@@ -767,7 +782,7 @@ class socket(object):
 
         Set the socket to blocking (flag is true) or non-blocking (false)."""
         flag = _int(flag, "", _C_LONG)  # CPython: PyLong_AsLong
-        self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
+        self._live_endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
         self._timeout = None if flag else 0.0
 
     def getblocking(self):
@@ -1300,13 +1315,14 @@ class socket(object):
             sent += self._send(rest, rest, flags, deadline)
 
     @_efi_guarded
-    def sendto(self, data, flags_or_address, address=None):
+    def sendto(self, data, flags_or_address, address=_NO_ADDRESS):
         """sendto(data[, flags], address) -> count
 
         For a connected TCP socket the address is checked and otherwise ignored."""
-        flags = 0 if address is None else _int(flags_or_address)
+        two = address is _NO_ADDRESS  # sendto(data, address); sendto(data, 0, None) is a TypeError
+        flags = 0 if two else _int(flags_or_address)
         data, view = _send_buffer(data)
-        remote = _sockaddr(self._family, flags_or_address if address is None else address, "sendto")
+        remote = _sockaddr(self._family, flags_or_address if two else address, "sendto")
         return self._send(data, view, flags, self._deadline(), remote)
 
     if _sys.version_info[0] >= 3:  # CPython 2.7 has no sendmsg/recvmsg
@@ -1563,6 +1579,8 @@ def _service_port(port, socktype, flags):
         port = str(_int(port, "", (-2 ** 63, 2 ** 63 - 1)))  # PyLong_AsLong, then passed on as text
     if isinstance(port, bytes) and not isinstance(port, str):
         port = port.decode("ascii")
+    elif _sys.version_info[0] >= 3:
+        port.encode("utf-8")  # CPython encodes it: a lone surrogate is UnicodeEncodeError
     elif not isinstance(port, str):
         port = port.encode("ascii")  # 2.7 unicode
     port = str(port).split("\0")[0]  # CPython hands getaddrinfo(3) a C string: it ends at a NUL

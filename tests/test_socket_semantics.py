@@ -705,3 +705,26 @@ def test_msg_oob_goes_out_as_tcp_urgent_data(sock_net):
     assert info.value.errno == errno.EOPNOTSUPP
     for s in (udp, client, server, listener):
         s.close()
+
+
+def test_argument_details_seen_in_cpythons_test_socket(sock_net):
+    sock = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    with pytest.raises(TypeError) as info:
+        sock.sendto(b"foo", 0, None)  # three arguments: None is the address
+    assert "NoneType" in str(info.value)
+    if not PY2:
+        with pytest.raises(TypeError) as info:
+            sock.sendto(complex(1, 2), (peers.HOST, 9))
+        assert str(info.value) == "a bytes-like object is required, not 'complex'"
+        with pytest.raises(UnicodeEncodeError):
+            bs.getaddrinfo("localhost", u"\uD800")
+        twin = bs.socket(family=99, type=98, fileno=bs.dup(sock.fileno()))
+        assert (twin.family, twin.type) == (99, 98)
+        twin.close()
+    adopted = bs.socket(fileno=bs.dup(sock.fileno()))
+    bs.close(adopted.fileno())
+    with pytest.raises(bs.error) as info:
+        adopted.setblocking(False)
+    assert info.value.errno == errno.EBADF
+    adopted.detach()
+    sock.close()
