@@ -278,9 +278,11 @@ def check_source(source):
     level since its last separator (``,`` ``;`` ``=`` or the end of a logical line), plus the
     open brackets and the indentation depth; it must stay within ``MAX_DEPTH``. And BITS's
     compiler aborts on a line whose bytecode reaches 255 bytes (its peephole assertion,
-    docs/bits-environment.md section 1): a physical line's estimated bytecode (3 bytes per
+    docs/bits-environment.md section 9): a physical line's estimated bytecode (3 bytes per
     name, number, string or bracket, 9 per comparison, 1 per other operator) must stay within
-    ``MAX_LINE_WEIGHT``."""
+    ``MAX_LINE_WEIGHT``. Margin measured on the host: the deepest input of each kind that passes
+    (brackets, operator, unary, attribute, call, lambda, conditional, power chains, nested
+    blocks) compiles under CPython 2.7 with its C stack limited to 64 KiB (``ulimit -s 64``)."""
     if len(source) > MAX_BLOCK:
         return "a block of more than %d characters" % MAX_BLOCK
     if source.count("\n") >= MAX_BLOCK_LINES:

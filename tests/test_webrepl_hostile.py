@@ -12,6 +12,7 @@ findings against ``python -m bitsnet.webrepl`` in the simulated firmware (tools/
 
 from __future__ import print_function
 
+import os
 import random
 import select
 import socket
@@ -273,6 +274,55 @@ def test_inputs_that_would_overflow_the_compiler_are_refused_and_it_keeps_servin
     assert client.execute("1+1").endswith("2\n")  # the console is not stuck
     assert client.execute("(" * 40 + "2" + ")" * 40 + " * 21").endswith("42\n")  # ordinary nesting is fine
     assert_quiet_console(repl)
+
+
+DEEP_KINDS = {
+    "brackets": lambda n: "(" * n + "1" + ")" * n,
+    "operators": lambda n: "x = (1\n" + "+ 1\n" * n + ")",
+    "unary": lambda n: "x = (\n" + "-\n" * n + "1)",
+    "attributes": lambda n: "x = (a\n" + ".b\n" * n + ")",
+    "calls": lambda n: "x = (f\n" + "()\n" * n + ")",
+    "lambdas": lambda n: "x = (" + "lambda:\n" * n + "1)",
+    "conditionals": lambda n: "x = (1\n" + "if a else 1\n" * n + ")",
+    "powers": lambda n: "x = (2\n" + "** 2\n" * n + ")",
+    "blocks": lambda n: "".join(" " * i + "if x:\n" for i in range(n)) + " " * n + "pass\n",
+}
+PY27 = os.path.join(test_webrepl.ROOT, ".venv", "py27", "bin", "python")
+SMALL_STACK = 64 * 1024  # half of BITS's 128 KiB (host frames are no smaller than BITS's)
+
+
+def compile_with_small_stack(source):
+    """The exit status of compiling ``source`` in CPython 2.7 with a 64 KiB C stack."""
+    import resource
+    import subprocess
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_STACK, (SMALL_STACK, SMALL_STACK))
+    return subprocess.call([PY27, "-c", "import sys; compile(sys.stdin.read(), '<x>', 'exec')"],
+                           stdin=_source_file(source), preexec_fn=limit)
+
+
+def _source_file(source):
+    import tempfile
+    handle = tempfile.TemporaryFile()
+    handle.write(source.encode("ascii"))
+    handle.seek(0)
+    return handle
+
+
+@pytest.mark.skipif(not os.path.exists(PY27) or not sys.platform.startswith("linux"), reason="needs the 2.7 venv")
+def test_the_deepest_accepted_inputs_compile_on_a_small_stack():
+    # What makes MAX_DEPTH safe for BITS (docs/bits-environment.md section 11): the deepest
+    # input of each kind that check_source lets through compiles with half of BITS's stack,
+    # where the same kind ten times deeper crashes (the control: the bound is what saves it).
+    for kind, make in sorted(DEEP_KINDS.items()):
+        depth = 1
+        while webrepl.check_source(make(depth + 1)) is None:
+            depth += 1
+            assert depth < 1000, kind
+        assert depth >= 45, (kind, depth)  # ordinary code is not refused
+        assert compile_with_small_stack(make(depth)) == 0, (kind, depth)
+    assert compile_with_small_stack(DEEP_KINDS["operators"](3000)) != 0  # unbounded: SIGSEGV
 
 
 def test_parameters_are_validated(repl):
