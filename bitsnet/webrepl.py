@@ -115,7 +115,7 @@ SESSION_IDLE = 10.0  # s without contact after which another browser may take th
 MAX_CONNECTIONS = 16  # more wait in the listen backlog: bounded work per service
 LISTEN_BACKLOG = 128  # a flood of connections waits here, not in SYN retries of a full queue
 ACCEPTS_PER_ROUND = 8  # connections accepted per select round (each may evict an older one)
-EVICT_GRACE = 0.1  # s a connection without the token is safe from eviction: a client sends its head at once
+EVICT_GRACE = 0.05  # s a connection without the token is safe from eviction: a client sends its head at once
 MAX_HEADER = 8 * 1024  # request line and headers
 MAX_BODY = 64 * 1024  # one pushed line (the page pushes a paste line by line)
 LOG_BURST = 5  # console lines about refusals (and, separately, our own faults) ...
@@ -634,6 +634,10 @@ class ReplServer(TCPServer):
         readers = [c.sock for c in self.connections if not c.answered]
         if len(self.connections) < MAX_CONNECTIONS or self._evictable():
             readers.append(self.socket)
+        else:  # full: look again when the oldest connection without the token may be evicted
+            waiting = [c.accepted for c in self.connections if not c.trusted]
+            if waiting:
+                timeout = max(0.0, min(timeout, min(waiting) + EVICT_GRACE - _clock()))
         writers = [c.sock for c in self.connections if c.outbuf]
         readable, writable, _ = select.select(readers, writers, [], timeout)
         now = _clock()
