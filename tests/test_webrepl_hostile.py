@@ -550,3 +550,52 @@ def test_the_findings_again_in_the_simulated_firmware():
         assert "Traceback" not in console and console.count("\n") < 20, console
     finally:
         run.kill()
+
+
+class NetconsoleWebReplRun(test_webrepl.WebReplRun):
+    """``efirun.py -m bitsnet.netconsole HOST:PORT -- bitsnet.webrepl`` (the firmware's console
+    mirrored to ``receiver`` while the web REPL serves)."""
+
+    def __init__(self, receiver_port):  # pylint: disable=super-init-not-called
+        import os
+        import subprocess
+        self.port = test_webrepl.free_port()
+        command = [sys.executable, test_webrepl.EFIRUN, "--ledger"] + test_webrepl.conftest.STATION_ARGS + \
+            ["-m", "bitsnet.netconsole", "%s:%d" % (HOST, receiver_port), "--", "bitsnet.webrepl",
+             "--port", str(self.port)]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=test_webrepl.ROOT,
+                                     universal_newlines=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        self.lines = test_webrepl.queue.Queue()
+        self.stdout, self.stderr = [], []
+        for stream, sink in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr)):
+            thread = threading.Thread(target=self._pump, args=(stream, sink))
+            thread.daemon = True
+            thread.start()
+        self.url = self._expect("webrepl: open ")
+        self.base = self.url.split("/?")[0]
+        self.token = self.url.split("token=")[1]
+
+
+def test_the_token_never_goes_out_on_the_netconsole_of_the_simulated_firmware():
+    # The review: the banner with the URL was mirrored, so the token crossed the network in clear.
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind((HOST, 0))
+    run = NetconsoleWebReplRun(receiver.getsockname()[1])
+    try:
+        client = Client(run)
+        assert client.execute("1+1").endswith("2\n")
+        client.execute("exit()")
+        console = run.finish()
+    finally:
+        run.kill()
+    receiver.settimeout(0.5)
+    got = b""
+    try:
+        while True:
+            got += receiver.recvfrom(65536)[0]
+    except socket.timeout:
+        pass
+    receiver.close()
+    assert run.token in console  # the local console shows the URL to open ...
+    assert b"webrepl: open http://" in got and netconsole.MASK in got  # ... the network a mask
+    assert run.token.encode("ascii") not in got
