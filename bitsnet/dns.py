@@ -507,10 +507,19 @@ def _dns4_lookup(name, server_list):
         config.Protocol = DNS4_PROTOCOL_UDP
         config.StationIp = efidefs.ipv4(info.address)
         config.SubnetMask = efidefs.ipv4(info.netmask)
-        config.LocalPort = 0
         config.RetryCount = max(0, ATTEMPTS - 1)
         config.RetryInterval = max(1, int(round(TIMEOUT)))
-        if proto.Configure(ctypes.byref(proto), ctypes.byref(config)) != efi.EFI_SUCCESS:
+        # RFC 5452 as for our own client: DnsDxe's UDP child would take EDK2's next sequential
+        # port; a random one from the entropy source instead (a taken port is EFI_ACCESS_DENIED:
+        # another, and in the end the firmware's choice, 0).
+        low, high = SOURCE_PORTS
+        ports = [low + entropy.randbelow(high - low + 1) for _ in range(SOURCE_PORT_TRIES)] + [0]
+        for port in ports:
+            config.LocalPort = port
+            status = proto.Configure(ctypes.byref(proto), ctypes.byref(config))
+            if status != efi.EFI_ACCESS_DENIED:
+                break
+        if status != efi.EFI_SUCCESS:
             return [], None
         host_name = (efi.UINT16 * (len(name) + 1))(*([ord(c) for c in name] + [0]))  # CHAR16 (facts 6.2)
         token = efidefs.EFI_DNS4_COMPLETION_TOKEN()

@@ -72,14 +72,20 @@ def test_legitimate_compressed_answers_still_parse():
 
 @pytest.fixture
 def bomber():
-    with dnspeer.DnsPeer({"fine.example": [("A", "127.0.0.1")]}, bomb=[NAME]) as running:
+    records = {"fine.example": [("A", "127.0.0.1")], "other.example": [("A", "127.0.0.2")],
+               "third.example": [("A", "127.0.0.3")]}
+    with dnspeer.DnsPeer(records, bomb=[NAME]) as running:
         yield running
 
 
 @pytest.fixture
-def machine(bomber):
-    """conftest's machine without DNS4, the bomber handed out by DHCP as its DNS server."""
-    booted = _machine.boot(conftest.machine_config(dns_servers=[bomber.address], dns4=False))
+def machine(request, bomber):
+    """conftest's machine (without DNS4 unless marked), the bomber handed out by DHCP as its
+    DNS server."""
+    marker = request.node.get_closest_marker("machine")
+    options = dict(dns_servers=[bomber.address], dns4=False)
+    options.update(marker.kwargs if marker else {})
+    booted = _machine.boot(conftest.machine_config(**options))
     yield booted
     crashes = list(booted.firmware.crashes)
     booted.shutdown()
@@ -97,3 +103,18 @@ def test_gethostbyname_against_a_bombing_server_keeps_its_time(net, bomber):
     assert took < budget, (took, budget)
     assert (NAME, dns.TYPE_A) in bomber.queries
     assert dns.resolve("fine.example") == "127.0.0.1"  # the same server's honest answers still work
+
+
+@pytest.mark.machine(dns4=True)
+def test_the_firmwares_dns4_asks_from_random_source_ports(net, bomber, monkeypatch):
+    # Through EFI_DNS4 too (its UDP child would take EDK2's next sequential port): LocalPort
+    # comes from bitsnet.entropy, so an off-path forger must guess it as well as the ID.
+    assert "dns4" in net.drivers
+    assert dns.resolve("fine.example") == "127.0.0.1"
+    assert dns.resolve("other.example") == "127.0.0.2"
+    ports = [port for _address, port in bomber.clients]
+    assert len(ports) == 2 and ports[0] != ports[1], ports
+    assert all(dns.SOURCE_PORTS[0] <= port <= dns.SOURCE_PORTS[1] for port in ports), ports
+    monkeypatch.setattr(dns.entropy, "randbelow", lambda n: 4321)  # the port is the entropy source's
+    assert dns.resolve("third.example") == "127.0.0.3"
+    assert bomber.clients[-1][1] == dns.SOURCE_PORTS[0] + 4321
