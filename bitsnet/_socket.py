@@ -28,7 +28,13 @@ Contents, in file order:
 Waiting. Every endpoint method is a non-blocking primitive (``bitsnet/tcp.py``); a blocking
 call here is "try; if it would block, ``events.wait_until(ready, deadline, poll=ep.progress)``;
 try again". The deadline is our own monotonic timer, so ``settimeout`` works whatever timeouts
-the firmware has (EDK2 cannot time a connect out in less than 60 s, facts 3.9).
+the firmware has (EDK2 cannot time a connect out in less than 60 s, facts 3.9). Nothing drives
+the firmware between a program's calls, so a non-blocking call Polls once (``_progress``) before
+it answers EAGAIN or EINPROGRESS. The call's deadline also reaches the waits below the socket --
+DHCP, SLAAC, EFI_NO_MAPPING retries -- through ``events.caller_deadline`` (``_with_deadline``);
+a non-blocking connect whose address is still coming answers EINPROGRESS and connects later
+(``TcpEndpoint.connect_later``). One thread at a time: a second thread entering while another
+is inside gets a RuntimeError (``_enter``).
 
 Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
 data is dropped. EFI TCP4 has only a full close (facts 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``

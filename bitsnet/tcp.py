@@ -28,7 +28,9 @@ Receive brought a full segment) that ``progress()`` first Polls a batch (see ``_
 Rule 3 -- Sending is bounded in Python (facts 8.1 #6: EDK2 never says "buffer full"). ``send``
 queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
 Transmits of up to TRANSMIT_CHUNK bytes, at most MAX_TRANSMITS in flight, zero-copy: the bytes
-object itself is the fragment and lives in the registry until its token completes.
+object itself is the fragment and lives in the registry until its token completes. A Transmit
+the firmware refuses (EFI_OUT_OF_RESOURCES) is retried by every ``progress()``, whichever
+endpoint drives it (``_tx_retry``), and fails the connection with ENOBUFS after TX_REFUSED_LIMIT.
 
 Rule 4 -- Close is graceful and never blocks (DESIGN rule 5). ``close()`` hands the endpoint
 to the reaper, which sends what is queued, keeps reading (and dropping) incoming data so that
