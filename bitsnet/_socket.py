@@ -109,6 +109,7 @@ IP_DROP_MEMBERSHIP = 36
 SOMAXCONN = 128
 MSG_OOB = 0x1
 MSG_PEEK = 0x2
+MSG_TRUNC = 0x20
 MSG_DONTWAIT = 0x40
 MSG_WAITALL = 0x100
 SHUT_RD = 0
@@ -1321,10 +1322,13 @@ class socket(object):
             sent += self._send(rest, rest, flags, deadline)
 
     @_efi_guarded
-    def sendto(self, data, flags_or_address, address=_NO_ADDRESS):
+    def sendto(self, data, *args):
         """sendto(data[, flags], address) -> count
 
         For a connected TCP socket the address is checked and otherwise ignored."""
+        if len(args) not in (1, 2):
+            raise TypeError("sendto() takes 2 or 3 arguments (%d given)" % (len(args) + 1))
+        flags_or_address, address = args if len(args) == 2 else (args[0], _NO_ADDRESS)
         two = address is _NO_ADDRESS  # sendto(data, address); sendto(data, 0, None) is a TypeError
         flags = 0 if two else _int(flags_or_address)
         data, view = _send_buffer(data)
@@ -1354,10 +1358,12 @@ class socket(object):
                 raise ValueError("negative buffer size in recvmsg()")
             if ancbufsize < 0:
                 raise ValueError("negative ancillary buffer size in recvmsg()")
-            if self._type == SOCK_DGRAM:
-                data, address = self.recvfrom(bufsize, flags)
-            else:
-                data, address = self.recv(bufsize, flags), None
+            if self._type != SOCK_DGRAM:
+                return self.recv(bufsize, flags), [], 0, None
+            # The whole datagram (handed over uncopied), so that a cut one says MSG_TRUNC.
+            data, address = self.recvfrom(max(bufsize, 65535), flags)
+            if len(data) > bufsize:
+                return data[:bufsize], [], MSG_TRUNC, address
             return data, [], 0, address
 
         def recvmsg_into(self, buffers, ancbufsize=0, flags=0):

@@ -676,6 +676,9 @@ def test_sendmsg_recvmsg_and_recvmsg_into_without_ancillary_data(sock_net):
     sock.settimeout(5)
     data, ancdata, _, origin = sock.recvmsg(100)
     assert data == b"back" and ancdata == [] and origin == receiver.getsockname()
+    receiver.sendto(b"too long", (sock_net.config.address.split("/")[0], sock.getsockname()[1]))
+    data, _, msg_flags, _ = sock.recvmsg(3)
+    assert data == b"too" and msg_flags == bs.MSG_TRUNC == host.MSG_TRUNC  # the rest is dropped, as on Linux
     receiver.close()
     sock.close()
 
@@ -712,6 +715,9 @@ def test_argument_details_seen_in_cpythons_test_socket(sock_net):
     with pytest.raises(TypeError) as info:
         sock.sendto(b"foo", 0, None)  # three arguments: None is the address
     assert "NoneType" in str(info.value)
+    with pytest.raises(TypeError) as info:
+        sock.sendto(b"foo")
+    assert "takes 2 or 3 arguments (1 given)" in str(info.value)
     if not PY2:
         with pytest.raises(TypeError) as info:
             sock.sendto(complex(1, 2), (peers.HOST, 9))
