@@ -130,6 +130,12 @@ TRANSCRIPT_LIMIT = 1024 * 1024  # characters of console text kept for polls and 
 STOP_GRACE = 1.5  # s the server keeps answering after exit() so the page sees "closed"
 _UNTRACED = ("bitsnet", "efi", "_efi", "efisim")  # module name prefixes: network stack (Rule 4)
 _THIS_FILE = (lambda: 0).__code__.co_filename
+# BITS quirk: a 128 KiB C stack with no guard page (docs/bits-environment.md section 11) holds
+# 175-320 Python levels while the recursion limit is 1000: a runaway recursion in the user's
+# code would overwrite firmware memory. In BITS, user code runs with this many levels above
+# the REPL's own frames, so it ends in RecursionError instead.
+IN_BITS = "_bits" in sys.builtin_module_names
+BITS_RECURSION = 140
 # errno has these names in BITS too: importing bitsnet completes it (bitsnet/errnos.py).
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 
@@ -856,14 +862,20 @@ class WebRepl(object):
         self.running = True
         self.interrupt_requested = False
         self._next_service = _clock() + SERVICE_INTERVAL
+        limit = sys.getrecursionlimit()
+        if IN_BITS:
+            sys.setrecursionlimit(_depth() + BITS_RECURSION)
         sys.settrace(self._tracer())
         try:
             self.interpreter.run_compiled(compiled)
         except SystemExit:
             self.transcript.write("[exit(): the web REPL stops; back to the boot prompt]\n")
             self.stopping = True
+        except (Exception, KeyboardInterrupt):  # a fault (or an interrupt) while showing the user's error
+            self.transcript.write("webrepl: internal error:\n" + traceback.format_exc())
         finally:
             sys.settrace(None)
+            sys.setrecursionlimit(limit)
             sys.stdin, sys.stdout, sys.stderr = saved
             self.running = False
             if self.session is not None:
@@ -1036,6 +1048,14 @@ class WebRepl(object):
         self.pending = None
         self.interpreter.resetbuffer()
         self.transcript.write("\nKeyboardInterrupt\n")
+
+
+def _depth():
+    """Python frames on the stack now."""
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
 
 
 def _station_address():

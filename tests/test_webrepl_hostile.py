@@ -327,6 +327,27 @@ def test_the_deepest_accepted_inputs_compile_on_a_small_stack():
     assert compile_with_small_stack(DEEP_KINDS["operators"](3000)) != 0  # unbounded: SIGSEGV
 
 
+def test_in_bits_a_runaway_recursion_is_a_recursion_error(monkeypatch):
+    # BITS: 128 KiB of C stack for 175-320 levels, a recursion limit of 1000: user code there
+    # runs with BITS_RECURSION levels, so it ends in an exception, not in overwritten memory.
+    monkeypatch.setattr(webrepl, "IN_BITS", True)
+    run = HostRun(monkeypatch, STOP_GRACE=0.1)
+    try:
+        client = Client(run)
+        limit = sys.getrecursionlimit()
+        client.push("def f(n):")
+        client.push("    return f(n + 1)")
+        text = client.execute("", "f(0)")
+        assert "maximum recursion depth exceeded" in text, text[-500:]
+        client.push("def depth(n):")
+        client.push("    return n if n == 100 else depth(n + 1)")
+        assert client.execute("", "depth(0)").endswith("100\n")  # ordinary recursion still works
+        assert sys.getrecursionlimit() == limit  # put back after each run
+        assert client.execute("1+1").endswith("2\n")
+    finally:
+        run.stop()
+
+
 def test_parameters_are_validated(repl):
     # The review: "?since=abc" got no answer and a traceback.
     client = Client(repl)
