@@ -210,7 +210,7 @@ def _error(err, detail=None):
 # --- Argument checks: the exceptions CPython's argument parsing raises (issue 7 item 6) ------
 _C_INT = (-2 ** 31, 2 ** 31 - 1)
 _C_LONG = (-2 ** 63, 2 ** 63 - 1)
-_DEFAULT_ARG = -1 if _sys.version_info[0] >= 3 else object()  # socket()'s omitted argument
+_DEFAULT_ARG = -1 if _sys.version_info >= (3, 7) else object()  # socket()'s omitted argument (3.7+: -1)
 _SSIZE_MAX = 2 ** 63 - 1
 # CPython allocates recv()'s result before it looks at the socket: sizes within this many bytes
 # of _SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
@@ -237,8 +237,8 @@ def _int(value, who="", bounds=_C_INT):
 
 
 def _omitted(value):
-    """socket()'s argument left out (3.x: -1, what socket.py passes for it)."""
-    return value is _DEFAULT_ARG or (_sys.version_info[0] >= 3 and isinstance(value, int) and value == -1)
+    """socket()'s argument left out (3.7+: -1, what socket.py passes for it; before, -1 is EINVAL)."""
+    return value is _DEFAULT_ARG or (_sys.version_info >= (3, 7) and isinstance(value, int) and value == -1)
 
 
 def _size_arg(value):
@@ -662,7 +662,7 @@ class socket(object):
                 raise _error(_errno.EBADF)
             fd = fileno
         else:
-            # 3.x: -1 means the default (socket.py passes it); 2.7 takes -1 as a number (EINVAL).
+            # 3.7+: -1 means the default (socket.py passes it); 2.7 and 3.6 take -1 as a number (EINVAL).
             family = AF_INET if _omitted(family) else family
             type = SOCK_STREAM if _omitted(type) else type
             proto = 0 if _omitted(proto) else proto
@@ -1745,7 +1745,7 @@ def getnameinfo(sockaddr, flags):
     scope_id = _int(sockaddr[3], "", (0, 2 ** 32 - 1)) if len(sockaddr) > 3 else 0
     if len(sockaddr) > 2 and _int(sockaddr[2], "", (-2 ** 31, 2 ** 32 - 1)) & 0xffffffff > 0xfffff:
         raise OverflowError("%s: flowinfo must be 0-1048575." % (  # CPython's "I", then the check
-            "getnameinfo()" if _sys.version_info[0] >= 3 else "getsockaddrarg"))
+            "getnameinfo()" if _sys.version_info >= (3, 7) else "getsockaddrarg"))
     literal6 = _families.ipv6_literal(host) if ":" in host else None
     if literal6 is None and len(sockaddr) != 2:
         raise error("IPv4 sockaddr must be 2 tuple")
