@@ -195,6 +195,7 @@ def ensure_configured6(timeout=None):
     if config is None:
         raise errors.socket_error(errno.EAFNOSUPPORT, "no EFI_IP6_CONFIG_PROTOCOL on %s" % the_nic.name)
     timeout = IPV6_TIMEOUT if timeout is None else timeout
+    check_timer()  # SLAAC and DAD run from timer events too: without a tick no address comes
     policy = ctypes.c_int(0)
     size = efi.UINTN(ctypes.sizeof(policy))
     status = config.GetData(ctypes.byref(config), efidefs.Ip6ConfigDataTypePolicy, ctypes.byref(size),
@@ -473,10 +474,11 @@ def interfaces(start=False):
     ipv6: [(address, prefix length)] from IP6 Config, [] when the firmware has no IPv6).
     ``start``: first start DHCP on the default NIC if it has no address (``start_dhcp``, no
     waiting), as ``bitsnet.interfaces()`` does."""
-    if start:
+    nics = nic.find_all()
+    if start and nics:  # no NIC at all: an empty list, as before, not start_dhcp's ENETDOWN
         start_dhcp()
     out = []
-    for each in nic.find_all():
+    for each in nics:
         info = _info(each)
         out.append({
             "name": each.name,

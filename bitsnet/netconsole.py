@@ -59,9 +59,10 @@ from __future__ import absolute_import, print_function
 import collections
 import errno
 import sys
-import time
 
-_clock = getattr(time, "monotonic", time.time)
+from bitsnet import clock
+
+_clock = clock.monotonic  # bitsnet's one clock: deadlines handed to bitsnet are in it
 PY2 = sys.version_info[0] == 2
 _text_type = unicode if PY2 else str  # type: ignore[name-defined]  # noqa: F821
 
@@ -480,4 +481,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    # Run as python -m, this file is __main__; the netconsole's state must live in the module
+    # bitsnet.netconsole, where active() and stop() find it (the selftest's leak check, programs).
+    from bitsnet import netconsole as _module
+    _module.main()

@@ -26,7 +26,8 @@ TlsSetHostPrivateKey is EFI_UNSUPPORTED).
 Give the firmware your CA: ``create_default_context(cafile="/boot/bitsnet/ca.pem")``, or put
 the PEM file at ``/boot/bitsnet/ca.pem`` (``DEFAULT_CAFILES``), which default contexts load.
 EDK2 quirk: TlsDxe keeps every CA certificate any child was given in one store for the whole
-boot (TlsSetCaCertificate adds to the service's SSL_CTX), so a CA once given stays trusted.
+boot (TlsSetCaCertificate adds to the service's SSL_CTX), so the firmware trusts every CA once
+given; bitsnet.tls_socket then holds each context to its own CAs (docs/tls.md 2.3).
 
 ``bitsnet.install()`` makes this module ``ssl`` where the interpreter has none (BITS).
 The socket class is in bitsnet.tls_socket, the EFI side in bitsnet.tls, certificate names in

@@ -16,6 +16,7 @@ from __future__ import absolute_import
 
 import errno as _errno
 import sys
+import weakref
 
 try:
     from typing import Any  # noqa: F401  (type comments; BITS has no typing)
@@ -118,7 +119,9 @@ class SSLSocket(object):
         else:  # 3.x's socket.socket, or a bitsnet socket itself: take over its fd
             self = cls.__new__(cls)
             base.__init__(self, sock.family, sock.type, sock.proto, fileno=sock.detach())
-            transport = _Transport(lambda n: base.recv(self, n), lambda data: base.send(self, data))
+            # Through a weak reference: a cycle through __del__ would never be collected on 2.7.
+            owner = weakref.ref(self)
+            transport = _Transport(lambda n: base.recv(owner(), n), lambda data: base.send(owner(), data))
         self._makefile_refs = 0
         self.settimeout(timeout)
         self._context = context
@@ -199,8 +202,29 @@ class SSLSocket(object):
     def do_handshake(self, block=False):
         session = self._live_session()
         self._call(session.handshake)
+        if self._context.verify_mode != _api.CERT_NONE and not getattr(self, "_cas_checked", False):
+            self._check_context_cas(session)
         if self._check_in_python and self._context.check_hostname and not getattr(self, "_host_checked", False):
             self._check_host_in_python(session)
+
+    def _check_context_cas(self, session):
+        """EDK2 quirk (docs/tls.md 2.3): the firmware trusts every CA given in this boot, not just
+        this context's. Where the server's chain is visible (TLS 1.2), require that it reaches one
+        of this context's CAs, as CPython's ssl would."""
+        from bitsnet import tls_x509
+        cas = self._context._cadata
+        chain = tls_x509.server_certificates(bytes(session.handshake_messages))
+        self._cas_checked = True
+        if not chain or (cas and tls_x509.issued_by_one_of(chain, cas)):
+            return
+        self._teardown()
+        cls = _api.SSLCertVerificationError if _api._PY3 else _api.SSLError
+        why = "is not from a CA of this SSLContext" if cas else \
+            "cannot be checked: this SSLContext gave the firmware no CA certificate"
+        raise _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
+                              "certificate verify failed: unable to get local issuer certificate (the server's "
+                              "certificate %s; the firmware accepted it from a CA given earlier in this boot, "
+                              "docs/tls.md 2.3)" % why)
 
     def _check_host_in_python(self, session):
         """EDK2 before 2020 has no EfiTlsVerifyHost: check the name here (docs/tls.md 2.4)."""

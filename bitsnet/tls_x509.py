@@ -88,6 +88,54 @@ def server_certificate(handshake):
     return None
 
 
+def server_certificates(handshake):
+    """Every certificate (DER) of the server's Certificate message, leaf first; [] if unreadable."""
+    leaf = server_certificate(handshake)
+    if leaf is None:
+        return []
+    pos = 0
+    while pos + 4 <= len(handshake):
+        kind = _ord(handshake, pos)
+        length = struct.unpack(">I", b"\0" + bytes(handshake[pos + 1:pos + 4]))[0]
+        if kind == 11:
+            body = bytes(handshake[pos + 4:pos + 4 + length])
+            certs, at = [], 3
+            while at + 3 <= len(body):
+                n = struct.unpack(">I", b"\0" + body[at:at + 3])[0]
+                certs.append(body[at + 3:at + 3 + n])
+                at += 3 + n
+            return certs
+        pos += 4 + length
+    return [leaf]
+
+
+def issuer_and_subject(der):
+    """(issuer Name, subject Name) of a DER certificate, as their DER bytes; (None, None) if unreadable."""
+    try:
+        _, cstart, cend = _tlv(der, 0)
+        tbs = _children(der, cstart, cend)[0]
+        fields = _children(der, tbs[1], tbs[2])
+        if fields[0][0] == 0xA0:
+            fields = fields[1:]
+        _, istart, iend = fields[2]
+        _, sstart, send = fields[4]
+        return bytes(der[istart:iend]), bytes(der[sstart:send])
+    except (ValueError, IndexError):
+        return None, None
+
+
+def issued_by_one_of(chain, cas):
+    """Whether the server's ``chain`` (DER, leaf first) reaches one of ``cas`` (DER): one of its
+    certificates is one of them, or names one of them as its issuer (by Name; the signature is
+    the firmware's business)."""
+    subjects = set(issuer_and_subject(ca)[1] for ca in cas)
+    subjects.discard(None)
+    for cert in chain:
+        if cert in cas or issuer_and_subject(cert)[0] in subjects:
+            return True
+    return False
+
+
 def _name(data, start, end):
     rdns = []
     for _, sstart, send in _children(data, start, end):  # SET

@@ -7,10 +7,10 @@ self-contained page (HTML, CSS and JavaScript inline) that behaves like the inte
 interpreter: one persistent namespace, multi-line blocks, tracebacks, history on the arrow keys,
 Ctrl-C / the Interrupt button, ``exit()`` to stop the server and return to the boot prompt.
 
-Contents: ``make_token``, ``tokens_equal`` (the access check), ``Transcript`` (the console
+Contents: ``make_token``, ``token_source``, ``tokens_equal`` (the access check), ``Transcript`` (the console
 text), ``ReplConsole`` (``bitsnet.console.Console`` that defers running), ``ReplServer``
 (``HTTPServer`` driven by our own select loop), ``main``. It imports nothing BITS lacks (no
-``code``, ``codeop``, ``io``, ``hmac``, ``random``, ``os.urandom``; ``ast`` only on Python 3).
+``code``, ``codeop``, ``ast``, ``io``, ``hmac``, ``random``, ``os.urandom``).
 
 Design -- how one thread serves HTTP while arbitrary user code runs
 --------------------------------------------------------------------
@@ -72,14 +72,10 @@ except ImportError:  # Python 2.7
 
 import select
 
+from bitsnet import clock
 from bitsnet import console as _console
 
 PY2 = sys.version_info[0] == 2
-if PY2:
-    # BITS quirk: no io module (docs/bits-environment.md section 2); cStringIO is built in.
-    from cStringIO import StringIO as BytesIO  # type: ignore
-else:
-    from io import BytesIO
 try:
     from _operator import _compare_digest  # Python 3: what hmac.compare_digest is
 except ImportError:
@@ -88,7 +84,7 @@ except ImportError:
         from operator import _compare_digest  # type: ignore[attr-defined,no-redef]
     except ImportError:
         _compare_digest = None  # type: ignore[assignment]
-_clock = getattr(time, "monotonic", time.time)
+_clock = clock.monotonic  # bitsnet's one clock: deadlines handed to bitsnet are in it
 
 DEFAULT_PORT = 8080  # the usual "second web server" port; the firmware has no other server
 TOKEN_BYTES = 16  # 128 bits: unguessable over any network a firmware console sits on
@@ -109,16 +105,21 @@ _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 
 
 # --------------------------------------------------------------------------- access token
-def make_token(nbytes=TOKEN_BYTES, warn=None):
+def make_token(nbytes=TOKEN_BYTES):
     """A random hex token of ``nbytes`` bytes from ``bitsnet.entropy`` (BITS has no
-    ``os.urandom`` and its ``random`` is an empty stub). ``warn(message)`` is called when the
-    source is not a strong one."""
+    ``os.urandom`` and its ``random`` is an empty stub)."""
     from bitsnet import entropy
-    token = _hex(entropy.random_bytes(nbytes))
-    if warn is not None and not entropy.strong():
-        warn("the token comes from %s, not a strong random source: someone who can watch this "
-             "machine's timing might guess it; pass --token for a better one" % entropy.source())
-    return token
+    return _hex(entropy.random_bytes(nbytes))
+
+
+def token_source():
+    """Where a token from ``make_token`` comes from, with a warning when that is not a strong
+    random source (BITS on a machine with neither EFI_RNG_PROTOCOL nor RDRAND)."""
+    from bitsnet import entropy
+    if entropy.strong():
+        return entropy.source()
+    return ("%s -- WARNING: not a strong random source; someone who can observe this machine's timing "
+            "might guess the token: pass --token for a better one" % entropy.source())
 
 
 def _hex(data):
@@ -248,15 +249,23 @@ class ReplConsole(_console.Console):
         (``while True: pass``) into a jump to itself, and a jump to the same instruction emits
         no "line" trace event: the tracer would never run (2.7, BITS's Python, does emit them).
         Moving the ``pass`` to the next line number makes the compiler keep a NOP there and the
-        loop a backward jump, which is traced. Nothing else changes: ``pass`` cannot raise."""
-        import ast
+        loop a backward jump, which is traced. Nothing else changes: ``pass`` cannot raise.
+        Done on the syntax tree of the built-in ``_ast`` (BITS has it; ``ast`` it has not)."""
+        import _ast
         flags = self.compile.flags & _console.FUTURE_FLAGS  # from __future__ statements so far
         try:
-            tree = compile(source, self.filename, "single", flags | ast.PyCF_ONLY_AST, True)
+            tree = compile(source, self.filename, "single", flags | _ast.PyCF_ONLY_AST, True)
             moved = False
-            for node in ast.walk(tree):
-                for stmt in getattr(node, "body", ()) if isinstance(node, (ast.While, ast.For)) else ():
-                    if isinstance(stmt, ast.Pass) and stmt.lineno == node.lineno:
+            todo = [tree]  # every node, without recursion (ast.walk's job)
+            while todo:
+                node = todo.pop()
+                for field in node._fields:
+                    value = getattr(node, field, None)
+                    todo.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, _ast.AST))
+                if not isinstance(node, (_ast.While, _ast.For)):
+                    continue
+                for stmt in node.body:
+                    if isinstance(stmt, _ast.Pass) and stmt.lineno == node.lineno:
                         stmt.lineno = node.lineno + 1
                         if hasattr(stmt, "end_lineno"):
                             stmt.end_lineno = stmt.lineno
@@ -340,6 +349,40 @@ class _Connection(object):
         return self.inbuf[:end + 4 + length]
 
 
+class _Bytes(object):
+    """An in-memory binary file: the request for the handler to read, its response written.
+    BITS has no ``io`` (docs/bits-environment.md section 2); this one class serves both
+    Pythons, so the host tests run the code path BITS runs."""
+
+    def __init__(self, data=b""):
+        self._data = data
+        self._pos = 0
+        self._out = []  # type: list
+
+    def readline(self, limit=-1):
+        end = self._data.find(b"\n", self._pos)
+        end = len(self._data) if end < 0 else end + 1
+        if limit is not None and limit >= 0:
+            end = min(end, self._pos + limit)
+        line, self._pos = self._data[self._pos:end], end
+        return line
+
+    def read(self, size=-1):
+        end = len(self._data) if size is None or size < 0 else min(len(self._data), self._pos + size)
+        data, self._pos = self._data[self._pos:end], end
+        return data
+
+    def write(self, data):
+        self._out.append(bytes(data))
+        return len(data)
+
+    def flush(self):
+        pass
+
+    def getvalue(self):
+        return b"".join(self._out)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Standard request parsing and response formatting over in-memory files (Rule 2)."""
     protocol_version = "HTTP/1.0"  # one request per connection: nothing to keep track of
@@ -350,8 +393,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.request = None
         self.client_address = client_address
         self.server = server
-        self.rfile = BytesIO(raw)
-        self.wfile = BytesIO()
+        self.rfile = _Bytes(raw)
+        self.wfile = _Bytes()
         self.close_connection = True
         self.handle_one_request()
         if hasattr(self, "_headers_buffer") and self._headers_buffer:
@@ -490,8 +533,8 @@ class WebRepl(object):
 
     def __init__(self, bind="", port=DEFAULT_PORT, token=None, console=None):
         self.console = console or sys.stdout  # the firmware console, kept while runs capture
-        self.token = token or make_token(warn=self.log)
-        self.token_source = "--token" if token else _token_source()
+        self.token = token or make_token()
+        self.token_source = "--token" if token else token_source()
         self.transcript = Transcript()
         self.interpreter = ReplConsole(self.transcript)
         self.session = None  # type: _Session
@@ -683,11 +726,6 @@ class WebRepl(object):
         self.pending = None
         self.interpreter.resetbuffer()
         self.transcript.write("\nKeyboardInterrupt\n")
-
-
-def _token_source():
-    from bitsnet import entropy
-    return "%s (%s)" % (entropy.source(), "strong" if entropy.strong() else "weak: see the warning")
 
 
 def _station_address():

@@ -1,6 +1,5 @@
-# -*- coding: utf-8 -*-
 """tools/efirun.py gives the program BITS's Python environment (tools/efisim/bitsenv.py,
-docs/bits-environment.md §2-§5, §8): BITS's errno/os/time/random, only BITS's modules, no
+docs/bits-environment.md sections 2-5 and 8): BITS's errno/os/time/random, only BITS's modules, no
 threads, its sys.path and stdout, its Ctrl-C -- while the simulator keeps the host's Python.
 ``--host-stdlib`` gives the host's Python back."""
 
@@ -66,7 +65,7 @@ def import_results(names, *options):
     return dict(line.split(" ", 1) for line in out.splitlines())
 
 
-# ----------------------------------------------------------------------------- errno (§3)
+# ----------------------------------------------------------------------------- errno (section 3)
 def test_errno_has_bits_nine_names_with_grub_values():
     lines = run_code("""
         import errno
@@ -89,7 +88,7 @@ def test_stdlib_socket_sees_bits_errno_after_install():
         ["28 9 bitsnet._socket"]
 
 
-# ----------------------------------------------------------------------------- modules (§2)
+# ----------------------------------------------------------------------------- modules (section 2)
 def test_modules_bits_lacks_cannot_be_imported():
     missing = ["json", "runpy", "threading", "thread", "subprocess", "email", "datetime", "ssl", "hmac",
                "queue" if not PY2 else "Queue", "ctypes.util", "logging.handlers", "typing", "efisim", "tests"]
@@ -122,12 +121,25 @@ def test_bits_modules_the_simulator_lacks_say_so():
                               "the simulator does not)"
 
 
+def test_no_idna_codec():
+    # BITS's encodings/idna.pyc needs stringprep, which lib.zip lacks; punycode works.
+    lines = run_code("""
+        import codecs
+        for name in ("idna", "punycode"):
+            try:
+                print(name, codecs.encode(u"b\\xfccher", name))
+            except LookupError as e:
+                print(name, "LookupError", "unknown encoding: idna" in str(e))
+    """, "--no-install")
+    assert lines == ["idna LookupError True", "punycode %s" % (b"bcher-kva",)]
+
+
 def test_from_package_import_of_a_missing_submodule_fails():
     status, out, err = run_efirun(["--no-install", "-c", "import ctypes\nfrom ctypes import util"])
     assert status == 1 and "ImportError: cannot import name util" in err, err
 
 
-# ----------------------------------------------------------------------------- os, time, random (§4-§6)
+# ----------------------------------------------------------------------------- os, time, random (sections 4-6)
 def test_os_is_bits_stub():
     lines = run_code_env("""
         import os
@@ -198,7 +210,7 @@ def test_random_signal_tempfile_are_empty():
     assert lines == ["[]", "[]", "[]", "AttributeError"]
 
 
-# ----------------------------------------------------------------------------- sys, stdout, Ctrl-C (§1, §8)
+# ----------------------------------------------------------------------------- sys, stdout, Ctrl-C (sections 1, 8)
 def test_sys_path_argv_and_stdout(tmpdir):
     script = tmpdir.join("show.py")
     script.write(textwrap.dedent("""
@@ -256,6 +268,15 @@ def test_ctrl_c_raises_bits_key_error():
 
 
 # ----------------------------------------------------------------------------- the host side
+def test_the_model_is_the_default():
+    status, out, err = run_efirun(["--no-install", "-c", "import errno; print(hasattr(errno, 'EAGAIN'))"],
+                                  env={"BITSNET_SIM_PYTHON": ""})
+    assert (status, out.strip()) == (0, "False"), err
+    status, out, err = run_efirun(["--no-install", "-c", "import errno; print(hasattr(errno, 'EAGAIN'))"],
+                                  env={"BITSNET_SIM_PYTHON": "host"})
+    assert (status, out.strip()) == (0, "True"), err
+
+
 def test_host_stdlib_restores_the_host():
     lines = run_code("""
         import errno, os, sys, time, json, threading

@@ -332,3 +332,18 @@ def test_check_timer_says_it_restarted_the_timer(net, capsys, monkeypatch):
     assert ipconfig.check_timer() == "restarted"
     assert "restarted it as OVMF programs it" in capsys.readouterr().out
     assert ipconfig.check_timer() == "ticks"
+
+
+@pytest.mark.machine(timer=False)
+def test_stopped_timer_is_diagnosed_before_waiting_for_ipv6(net):
+    start = events.clock()
+    with pytest.raises(errors.error) as caught:
+        ipconfig.ensure_configured6(timeout=10)
+    assert events.clock() - start < 3 and caught.value.errno == errno.EIO
+    assert "firmware timer is stopped" in str(caught.value)
+
+
+def test_interfaces_of_a_firmware_without_a_nic(net, monkeypatch):
+    import bitsnet
+    monkeypatch.setattr(nic, "find_all", lambda: [])
+    assert bitsnet.interfaces() == [] and net.drivers["ip4config2"].dhcp_runs == 0

@@ -4,13 +4,18 @@ interactive console without code/codeop): host-only units, on Python 2.7 and 3."
 from __future__ import print_function
 
 import os
+import re
 import sys
+import time
 import types
 
 import pytest
 
 import conftest  # noqa: F401  (import paths)
 from bitsnet import console, launch
+
+sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
+import bitsrun  # noqa: E402
 
 PROGRAM = u"""\
 import sys
@@ -183,3 +188,81 @@ def test_bits_serial_ctrl_c_at_the_prompt_is_a_keyboard_interrupt(capsys):
     assert "KeyboardInterrupt" in capsys.readouterr().err and namespace["x"] == 1
     with pytest.raises(KeyError):
         console.Console().interact(readline=lambda prompt: {}["other"])
+
+
+# ----------------------------------------------------------------------------- real BITS
+# The GRUB prompt itself: bitsrun's grub.cfg, with GRUB command lines of ours between BITS's
+# start-up (init.cfg, where bits_install put the line that registers bitsnet.launch's "python")
+# and bitsrun's wrapper, which ends the run. Their output is on the console, unframed. The
+# interactive interpreter gets its keys through QEMU's monitor (sendkey), once its banner shows.
+REAL_GRUB_CFG = """\
+source /boot/cfg/init.cfg
+echo "@@h2b begin"
+python -m bitsnet.selftest --peer 10.0.2.2:8080
+echo "@@h2b status $?"
+python -c 'import sys; print "argv", sys.argv; sys.exit(3)' a b
+echo "@@h2b status $?"
+python -m no_such_module_h2b
+echo "@@h2b status $?"
+python
+echo "@@h2b status $?"
+echo "@@h2b end"
+py 'execfile("/boot/bitsrun/main.py")'
+halt
+"""
+TYPED = ["y = 6*7", "print 'got', y", "exit(5)"]  # BITS's line editor echoes as it redraws
+_KEY_NAMES = {" ": "spc", "=": "equal", "*": "shift-8", "(": "shift-9", ")": "shift-0", "'": "apostrophe",
+              ",": "comma"}
+REAL_BITS_MISSING = bitsrun.unavailable()
+
+
+def _type_into_bits(monitors, banner_seen):
+    """Wait for the interpreter's banner, then type TYPED on the guest keyboard."""
+    if not banner_seen.wait(240):
+        return
+    time.sleep(1.0)
+    for line in TYPED:
+        for char in line:
+            monitors[-1].command("sendkey " + _KEY_NAMES.get(char, char))
+            time.sleep(0.1)
+        monitors[-1].command("sendkey ret")
+        time.sleep(1.5)
+
+
+@pytest.mark.realbits
+@pytest.mark.skipif(REAL_BITS_MISSING is not None, reason=str(REAL_BITS_MISSING))
+def test_python_m_at_the_grub_prompt_of_real_bits(monkeypatch):
+    import threading
+    import qemu_vm
+    monitors, banner_seen = [], threading.Event()
+    new_monitor, clean = qemu_vm.Monitor.__init__, bitsrun.clean
+
+    def monitor_init(self, path):
+        new_monitor(self, path)
+        monitors.append(self)
+
+    def watching_clean(line):
+        if launch.BANNER in line:
+            banner_seen.set()
+        return clean(line)
+
+    def setup():  # in the run's namespace, before the boot
+        typist = threading.Thread(target=_type_into_bits, args=(monitors, banner_seen))
+        typist.daemon = True
+        typist.start()
+        return {}
+    monkeypatch.setattr(bitsrun, "GRUB_CFG", REAL_GRUB_CFG)
+    monkeypatch.setattr(qemu_vm.Monitor, "__init__", monitor_init)
+    monkeypatch.setattr(bitsrun, "clean", watching_clean)
+    result = bitsrun.run(code="print('wrapper')", lab=True, timeout=300, setup=setup)
+    lines = result.console
+    text = "\n".join(lines)
+    assert "@@h2b begin" in lines and "@@h2b end" in lines, text
+    ours = lines[lines.index("@@h2b begin") + 1:lines.index("@@h2b end")]
+    statuses = [line for line in ours if line.startswith("@@h2b status ")]
+    assert statuses == ["@@h2b status 0", "@@h2b status 1", "@@h2b status 1", "@@h2b status 1"], text
+    assert [line for line in ours if re.match(r"^\d+ passed, 0 failed$", line)], text
+    assert "argv ['-c', 'a', 'b']" in ours and "python: exit status 3" in ours, text
+    assert "python: No module named no_such_module_h2b" in ours, text
+    # plain python: BITS's banner, a statement, a print, and exit(5) (BITS's own has no exit)
+    assert launch.BANNER in ours and "got 42" in ours, text

@@ -13,6 +13,7 @@ from __future__ import print_function
 import errno
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -559,3 +560,23 @@ def test_the_programs_traceback_is_mirrored(tmpdir, receiver):
     text = mirrored_text(receiver.payloads())
     assert "before\n" in text and "ValueError: boom\n" in text and 'nc_program.py", line 2' in text
     assert "runpy" not in text and "Traceback (most recent call last):" in err.decode("utf-8")
+
+
+def test_the_selftest_under_netconsole_passes(receiver):
+    # python -m bitsnet.netconsole HOST -- bitsnet.selftest: the selftest's last check must not
+    # count the netconsole's own socket (open on purpose) as a leak.
+    command = [sys.executable, EFIRUN, "--lab",
+        "-m", "bitsnet.netconsole", "%s:%d" % (HOST, receiver.port), "--", "bitsnet.selftest"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
+    timer.start()
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    report = out.decode("utf-8") + err.decode("utf-8")
+    assert proc.returncode == 0, report
+    assert re.search(r"^\d+ passed, 0 failed$", out.decode("utf-8"), re.M), report
+    assert "the netconsole's socket stays open" in report, report
+    text = mirrored_text(receiver.payloads())
+    assert "socket layer released everything" in text and re.search(r"\d+ passed, 0 failed\n", text), text

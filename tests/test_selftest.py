@@ -132,3 +132,45 @@ def test_lab_json_is_read_without_the_json_module():
         except ValueError:
             continue
         raise AssertionError("accepted %r" % bad)
+
+
+def test_listening_check_through_a_port_forward():
+    # What H3's QEMU runner needs: the lab cannot reach the guest, so the listening socket takes a
+    # fixed port and the lab connects to a forward of it (here: a one-connection TCP relay on
+    # 127.0.0.1 to the simulated machine's station address, playing QEMU's hostfwd).
+    import conftest
+    listen_port = conftest.port(7)
+    relay = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    relay.bind(("127.0.0.1", 0))
+    relay.listen(1)
+    relay_port = relay.getsockname()[1]
+    relayed = []
+
+    def forward():
+        conn, _ = relay.accept()
+        upstream = socket.create_connection((conftest.STATION, listen_port), 10)
+        try:
+            while True:  # the lab sends the token and closes; the selftest only reads
+                data = conn.recv(4096)
+                if not data:
+                    break
+                relayed.append(data)
+                upstream.sendall(data)
+        finally:
+            upstream.close()
+            conn.close()
+    thread = threading.Thread(target=forward)
+    thread.daemon = True
+    thread.start()
+    try:
+        status, lines, err = selftest("--lab", *(conftest.STATION_ARGS + [
+            "-m", "bitsnet.selftest", "--listen-port", str(listen_port),
+            "--listen-via", "127.0.0.1:%d" % relay_port]))
+    finally:
+        relay.close()
+    report = "\n".join(lines) + "\n" + err
+    result, detail = result_of(lines, "listening socket reached from lab")
+    assert result == "PASS" and ("port %d reached" % listen_port) in detail, report
+    assert squash("(the lab connected to 127.0.0.1:%d)" % relay_port) in squash(detail), report
+    assert b"".join(relayed) == ("bitsnet-%d" % listen_port).encode("ascii"), report
+    assert re.search(r"events: (trampoline|efi-hook|check-event)$", lines[0]), report

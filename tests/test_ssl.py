@@ -285,6 +285,21 @@ def test_no_ca_given_says_so(machine, pki):
     assert "no CA certificate" in str(error), str(error)
 
 
+def test_each_context_trusts_only_its_own_cas(machine, pki):
+    """TlsDxe keeps every CA it was given for the whole boot (docs/tls.md 2.3), so after a context
+    with ca.pem, the firmware accepts the server for a context with only ca2.pem, or none;
+    bitsnet still refuses, from the chain it saw in the handshake."""
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"ok"}) as peer:
+        good = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = good.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        tls.close()
+    error = _refused(bssl, pki, "good", ca="ca2.pem")
+    assert error.reason == "CERTIFICATE_VERIFY_FAILED" and "not from a CA of this SSLContext" in str(error), str(error)
+    error = _refused(bssl, pki, "good", context=bssl.SSLContext(bssl.PROTOCOL_TLS_CLIENT))
+    assert "no CA certificate" in str(error), str(error)
+
+
 def test_expired_certificate(machine, pki):
     _, bssl = _bitsnet_ssl()
     error = _refused(bssl, pki, "expired")
@@ -404,6 +419,23 @@ def test_nonblocking_recv_wants_read(machine, pki):
             tls.close()
 
 
+def test_wrap_before_connect(machine, pki):
+    """wrap_socket on an unconnected socket: the handshake runs in connect(), as in CPython."""
+    bsocket, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "good", {"a": b"late"}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        raw = bsocket.socket()
+        raw.settimeout(15)
+        tls = context.wrap_socket(raw, server_hostname="localhost")
+        try:
+            assert tls.version() is None
+            tls.connect((peers.HOST, peer.port))
+            assert tls.version() == "TLSv1.2"
+            assert _get(tls, "a")[1] == b"late"
+        finally:
+            tls.close()
+
+
 def test_check_hostname_needs_server_hostname(machine):
     _, bssl = _bitsnet_ssl()
     bsocket, _ = _bitsnet_ssl()
@@ -416,10 +448,11 @@ def test_check_hostname_needs_server_hostname(machine):
 
 
 # --- the standard library, unchanged, in tools/efirun.py -----------------------------------------
-def _efirun(script, args, timeout=90, env=None):
+def _efirun(script, args, timeout=90, env=None, options=()):
     """Run a script in tools/efirun.py; (exit code, stdout, stderr). The firmware ledger it prints
     at exit must be all zeros: no TLS child, pool, event or TCP child left behind."""
-    command = [sys.executable, EFIRUN, "--ledger"] + conftest.STATION_ARGS + [os.path.join(SCRIPTS, script)]
+    command = [sys.executable, EFIRUN, "--ledger"] + list(options) + conftest.STATION_ARGS
+    command += [os.path.join(SCRIPTS, script)]
     command += [str(a) for a in args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
                             universal_newlines=True, env=dict(os.environ, **(env or {})))
@@ -445,6 +478,15 @@ def test_stdlib_https_download(pki, client):
         code, out, err = _efirun("https_get.py", [client, peer.url("f.bin"), os.path.join(pki, "ca.pem")])
     assert code == 0, out + err
     assert "sha256 %s" % hashlib.sha256(payload).hexdigest() in out, out + err
+
+
+def test_efirun_no_tls(pki):
+    """efirun --no-tls: a firmware without TlsDxe; the error says so, before any byte is sent."""
+    with HttpsPeer(pki, "good", {"f.bin": b"x"}) as peer:
+        code, out, err = _efirun("https_get.py", ["urllib", peer.url("f.bin"), os.path.join(pki, "ca.pem")],
+                                 options=["--no-tls"])
+    assert code == 0, out + err
+    assert "error SSL NO_FIRMWARE_TLS" in out and "EFI_TLS_SERVICE_BINDING_PROTOCOL" in out, out + err
 
 
 def test_stdlib_https_wrong_host_is_an_error(pki):

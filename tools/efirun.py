@@ -27,16 +27,17 @@ lab's DNS server, ``BITSNET_LAB=127.0.0.1:<http port>`` is put in the environmen
 default ``--peer`` of ``bitsnet.selftest``), one line ``efirun: lab on ...`` goes to stderr,
 and the lab stops after step 6. So ``efirun.py --lab -m bitsnet.selftest`` needs nothing else.
 
-BITS's Python (docs/bits-environment.md, ``tools/efisim/bitsenv.py``): with
-``BITSNET_SIM_PYTHON=bits`` in the environment the program gets BITS's environment instead of
-the host's complete Python: BITS's ``errno`` (nine names, GRUB's values), ``os``, ``time``,
-``random``, ``signal`` and ``tempfile``; only the modules BITS has (``ImportError`` for the rest,
-``threading`` included); ``sys.path`` without ``''`` and the script's directory (a script cannot
-import the modules beside it; directories on ``PYTHONPATH`` play extra ``/boot/python``
-content); a ``sys.stdout``/``sys.stderr`` with only ``write`` and ``flush``; and Ctrl-C raising
-``KeyError((0, u'\x03', 0))`` as on BITS's serial console. The simulator itself keeps the host's
-Python. ``--host-stdlib`` (or ``BITSNET_SIM_PYTHON=host``, the default for now) runs the program
-on the host's complete Python instead.
+BITS's Python (docs/bits-environment.md, ``tools/efisim/bitsenv.py``): by default the program
+gets BITS's environment instead of the host's complete Python: BITS's ``errno`` (nine names,
+GRUB's values), ``os``, ``time``, ``random``, ``signal`` and ``tempfile``; only the modules BITS
+has (``ImportError`` for the rest, ``threading`` included); ``sys.path`` without ``''`` and the
+script's directory (a script cannot import the modules beside it; directories on ``PYTHONPATH``
+play extra ``/boot/python`` content); a ``sys.stdout``/``sys.stderr`` with only ``write`` and
+``flush``; and Ctrl-C raising ``KeyError((0, u'\x03', 0))`` as on BITS's serial console. The
+simulator itself keeps the host's Python. ``--host-stdlib`` (or ``BITSNET_SIM_PYTHON=host`` in
+the environment) runs the program on the host's complete Python instead: for programs that
+inspect the simulator (``import efisim``) or need what BITS lacks (``json``, ``threading``,
+``asyncio``...).
 
 ``sys.platform`` is deliberately NOT faked: it stays the host's (``linux``), while in BITS it
 is ``"BITS-EFI"``. Faking it would send the standard library down code paths for a platform it
@@ -58,7 +59,7 @@ CLEANUP_TIMEOUT = 10.0  # seconds for bitsnet's background graceful closes (TIME
 LAB_HOST = "127.0.0.1"
 LAB_ENV = "BITSNET_LAB"  # HOST:PORT of the lab's HTTP server; bitsnet.selftest's default --peer
 MODEL_ENV = "BITSNET_SIM_PYTHON"  # "bits": the program gets BITS's Python environment; "host": the host's
-MODEL_DEFAULT = "host"
+MODEL_DEFAULT = "bits"
 
 EPILOG = """\
 The machine: one NIC (eth0) with IP4 Config2 (policy Static, no address, until DHCP is
@@ -70,10 +71,10 @@ DHCP hands out their DNS server (after any --dns-server), BITSNET_LAB=127.0.0.1:
 set for the program (bitsnet.selftest's default --peer). Main job:
     python3 tools/efirun.py --lab -m bitsnet.selftest
 
-BITS's Python: BITSNET_SIM_PYTHON=bits gives the program BITS's environment (BITS's errno/os/
-time/random, only BITS's modules, no threads, no script directory on sys.path, stdout with only
-write/flush, Ctrl-C raising KeyError; docs/bits-environment.md). --host-stdlib runs it on the
-host's complete Python instead.
+BITS's Python (the default): the program gets BITS's environment (BITS's errno/os/time/random,
+only BITS's modules, no threads, no script directory on sys.path -- PYTHONPATH directories play
+/boot/python --, stdout with only write/flush, Ctrl-C raising KeyError; docs/bits-environment.md).
+--host-stdlib (or BITSNET_SIM_PYTHON=host) runs it on the host's complete Python instead.
 
 sys.platform is NOT faked (it stays the host's; BITS says "BITS-EFI"): test for the efi
 module instead.
@@ -211,7 +212,7 @@ def bits_model_wanted(opts):
     """Whether the program gets BITS's Python environment (tools/efisim/bitsenv.py)."""
     if opts.host_stdlib:
         return False
-    return os.environ.get(MODEL_ENV, MODEL_DEFAULT) == "bits"
+    return (os.environ.get(MODEL_ENV) or MODEL_DEFAULT) == "bits"
 
 
 def make_bits_environment(script_dir):

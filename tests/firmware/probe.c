@@ -1189,6 +1189,156 @@ static void finish_scenario(void)
     release_tokens();
 }
 
+/* --- TLS (issue 23; docs/tls.md): EFI_TLS_PROTOCOL's contract without a network peer -------- */
+typedef struct TLSP TLSP;
+struct TLSP {
+    EFI_STATUS (API *SetSessionData)(TLSP *, UINT32, VOID *, UINTN);
+    EFI_STATUS (API *GetSessionData)(TLSP *, UINT32, VOID *, UINTN *);
+    EFI_STATUS (API *BuildResponsePacket)(TLSP *, UINT8 *, UINTN, UINT8 *, UINTN *);
+    EFI_STATUS (API *ProcessPacket)(TLSP *, FRAGMENT_DATA **, UINT32 *, UINT32);
+};
+typedef struct TLSC TLSC;
+struct TLSC {
+    EFI_STATUS (API *SetData)(TLSC *, UINT32, VOID *, UINTN);
+    EFI_STATUS (API *GetData)(TLSC *, UINT32, VOID *, UINTN *);
+};
+#pragma pack(1)
+typedef struct { UINT32 Flags; CHAR8 *HostName; } TLS_VERIFY_HOST;
+#pragma pack()
+
+static EFI_GUID TlsSbGuid = {0x952cb795, 0xff36, 0x48cf, {0xa2, 0x49, 0x4d, 0xf4, 0x86, 0xd6, 0xab, 0x8d}};
+static EFI_GUID TlsGuid = {0x00ca959f, 0x6cfa, 0x4db1, {0x95, 0xbc, 0xe4, 0x6c, 0x47, 0x51, 0x43, 0x90}};
+static EFI_GUID TlsCfgGuid = {0x1682fe44, 0xbd7a, 0x4407, {0xb7, 0xc7, 0xdc, 0xa3, 0x7c, 0xa3, 0x92, 0x2d}};
+static SB *TlsSb;
+static struct { EFI_HANDLE handle; TLSP *tls; TLSC *cfg; } TlsChild;  /* one TLS child at a time */
+static UINT8 TlsOut[16384];
+static char TlsHost[64];
+
+static void tls_op(const char *what, const char *detail, EFI_STATUS s)
+{
+    out_str("@@ L");
+    out_dec(LineNo);
+    out_str(" tls-");
+    out_str(what);
+    if (detail) {
+        out_str(" ");
+        out_str(detail);
+    }
+    out_str(" -> ");
+    out_str(status_name(s));
+}
+
+/* tls child | set TYPE [VALUE [FLAGS]] | get TYPE [SIZE] | build SIZE | ca garbage|empty | process encrypt|decrypt
+   | destroy.  set TYPE: version A.B, verify N, end N, state N, host NAME [FLAGS], random, ext, badsize. */
+static void op_tls(int argc, char **argv)
+{
+    EFI_STATUS s;
+    const char *sub = argv[1];
+    if (streq(sub, "child")) {
+        TlsChild.handle = NULL;
+        TlsChild.tls = NULL;
+        TlsChild.cfg = NULL;
+        s = TlsSb ? uefi_call_wrapper(TlsSb->CreateChild, 2, TlsSb, &TlsChild.handle) : EFI_UNSUPPORTED;
+        if (s == EFI_SUCCESS) {
+            uefi_call_wrapper(BSp->HandleProtocol, 3, TlsChild.handle, &TlsGuid, (VOID **)&TlsChild.tls);
+            uefi_call_wrapper(BSp->HandleProtocol, 3, TlsChild.handle, &TlsCfgGuid, (VOID **)&TlsChild.cfg);
+        }
+        tls_op("child", NULL, s);
+        out_str(TlsChild.cfg ? " config=yes" : " config=no");
+    } else if (!TlsChild.tls) {
+        out_note("error no tls child");
+        return;
+    } else if (streq(sub, "destroy")) {
+        s = uefi_call_wrapper(TlsSb->DestroyChild, 2, TlsSb, TlsChild.handle);
+        TlsChild.tls = NULL;
+        TlsChild.cfg = NULL;
+        tls_op("destroy", NULL, s);
+    } else if (streq(sub, "set") && argc > 2) {
+        const char *type = argv[2];
+        UINT32 value = argc > 3 ? (UINT32)num(argv[3]) : 0;
+        UINT8 bytes[32];
+        TLS_VERIFY_HOST host;
+        SetMem(bytes, sizeof(bytes), 0);
+        if (streq(type, "version") && argc > 3) {
+            bytes[0] = (UINT8)num(argv[3]);
+            bytes[1] = (UINT8)num(argv[3] + 2);
+            s = uefi_call_wrapper(TlsChild.tls->SetSessionData, 4, TlsChild.tls, 0, bytes, 2);
+        } else if (streq(type, "verify") || streq(type, "end") || streq(type, "state")) {
+            UINT32 kind = streq(type, "verify") ? 5 : streq(type, "end") ? 1 : 7;
+            s = uefi_call_wrapper(TlsChild.tls->SetSessionData, 4, TlsChild.tls, kind, &value, sizeof(value));
+        } else if (streq(type, "host") && argc > 3) {
+            copy_name(TlsHost, argv[3]);
+            host.Flags = argc > 4 ? (UINT32)num(argv[4]) : 0;
+            host.HostName = (CHAR8 *)TlsHost;
+            s = uefi_call_wrapper(TlsChild.tls->SetSessionData, 4, TlsChild.tls, 11, &host, sizeof(host));
+        } else if (streq(type, "random")) {
+            s = uefi_call_wrapper(TlsChild.tls->SetSessionData, 4, TlsChild.tls, 8, bytes, 32);
+        } else if (streq(type, "ext")) {
+            s = uefi_call_wrapper(TlsChild.tls->SetSessionData, 4, TlsChild.tls, 4, bytes, 4);
+        } else if (streq(type, "badsize")) {
+            s = uefi_call_wrapper(TlsChild.tls->SetSessionData, 4, TlsChild.tls, 5, bytes, 2);
+        } else {
+            out_note("error unknown tls set");
+            return;
+        }
+        tls_op("set", type, s);
+    } else if (streq(sub, "get") && argc > 2) {
+        const char *type = argv[2];
+        UINT32 kind = streq(type, "version") ? 0 : streq(type, "verify") ? 5 : streq(type, "state") ? 7 : 99;
+        UINT8 data[8];
+        UINTN size = argc > 3 ? num(argv[3]) : sizeof(data);
+        SetMem(data, sizeof(data), 0);
+        s = uefi_call_wrapper(TlsChild.tls->GetSessionData, 4, TlsChild.tls, kind, size ? data : NULL, &size);
+        tls_op("get", type, s);
+        if (s == EFI_BUFFER_TOO_SMALL) {
+            out_str(" size=");
+            out_dec(size);
+        } else if (s == EFI_SUCCESS && kind == 0) {
+            out_str(" value=");
+            out_dec(data[0]);
+            out_str(".");
+            out_dec(data[1]);
+        } else if (s == EFI_SUCCESS) {
+            out_str(" value=");
+            out_dec(data[0] | (data[1] << 8) | (data[2] << 16) | ((UINT32)data[3] << 24));
+        }
+    } else if (streq(sub, "build") && argc > 2) {
+        UINTN size = num(argv[2]);
+        if (size > sizeof(TlsOut))
+            size = sizeof(TlsOut);
+        s = uefi_call_wrapper(TlsChild.tls->BuildResponsePacket, 5, TlsChild.tls, NULL, 0, size ? TlsOut : NULL,
+                              &size);
+        tls_op("build", argv[2], s);
+        if (s == EFI_BUFFER_TOO_SMALL)
+            out_str(size ? " need>0" : " need=0");
+        else if (s == EFI_SUCCESS && size) {
+            out_str(" bytes>0 record=");
+            out_hex8(TlsOut[0]);
+            out_str(" message=");
+            out_hex8(TlsOut[5]);
+        } else if (s == EFI_SUCCESS)
+            out_str(" bytes=0");
+    } else if (streq(sub, "ca") && argc > 2) {
+        static CHAR8 garbage[] = "not a certificate";
+        s = uefi_call_wrapper(TlsChild.cfg->SetData, 4, TlsChild.cfg, 2, garbage,
+                              streq(argv[2], "empty") ? 0 : sizeof(garbage));
+        tls_op("ca", argv[2], s);
+    } else if (streq(sub, "process") && argc > 2) {
+        static UINT8 record[6] = {0x17, 0x03, 0x03, 0x01, 0x00, 'x'};
+        FRAGMENT_DATA fragment, *table = &fragment;
+        UINT32 count = 1;
+        fragment.FragmentLength = sizeof(record);
+        fragment.FragmentBuffer = record;
+        s = uefi_call_wrapper(TlsChild.tls->ProcessPacket, 4, TlsChild.tls, &table, &count,
+                              streq(argv[2], "decrypt") ? 1 : 0);
+        tls_op("process", argv[2], s);
+    } else {
+        out_note("error unknown tls operation");
+        return;
+    }
+    out_flush();
+}
+
 static void run_line(char *line)
 {
     char *argv[MAX_WORDS];
@@ -1247,6 +1397,8 @@ static void run_line(char *line)
         run_for(-1, num(argv[1]));
     else if (streq(argv[0], "ip4") && argc > 1)
         op_ip4(argc, argv);
+    else if (streq(argv[0], "tls") && argc > 1)
+        op_tls(argc, argv);
     else if (streq(argv[0], "host")) {
         /* A request to the runner (it acts on host peers); the scenario waits for the effect. */
         int i;
@@ -1313,6 +1465,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     TcpSb = first_protocol(&Tcp4SbGuid);
     Cfg2 = first_protocol(&Cfg2Guid);
     UdpSb = first_protocol(&Udp4SbGuid);
+    TlsSb = first_protocol(&TlsSbGuid);
     out_str(TcpSb ? "@@ tcp4-service yes" : "@@ tcp4-service no");
     out_flush();
     out_str(Cfg2 ? "@@ ip4config2 yes" : "@@ ip4config2 no");

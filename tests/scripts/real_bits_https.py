@@ -9,6 +9,8 @@ HTTPS with a certificate from that CA for the host's address. Prints, one per li
   https round N start / https round N done bytes=B seconds=S sha256=HEX
   wrong host: <the SSLError>
   https version=... cipher=...
+  unknown ca: <the SSLError>       (a context with only another CA, before ours was given)
+  shared store: accepted|<error>   (the same, after: the firmware still trusts ours; bitsnet refuses)
 """
 
 from __future__ import print_function
@@ -51,6 +53,9 @@ def main(argv):
     print("ssl module %s, expecting %d bytes" % (ssl.__name__, size))
     print("tls service binding %s" % ("present" if tls.service_handle() is not None else "absent"))
     pem = urllib2.urlopen(plain + "/ca.pem", timeout=60).read()
+    other = urllib2.urlopen(plain + "/ca2.pem", timeout=60).read()
+    # Before the firmware was given our CA: a context trusting only another CA is refused.
+    print("unknown ca: %s" % attempt(https, ssl.create_default_context(cadata=other.decode("ascii"))))
     context = ssl.create_default_context(cadata=pem.decode("ascii"))
     for n in range(ROUNDS):
         fetch((plain + "/data.bin", None, 120), "plain", n)
@@ -68,7 +73,18 @@ def main(argv):
         print("wrong host: accepted (BAD)")
     except urllib2.URLError as exc:  # ssl.SSLError is a socket.error, which urllib2 wraps
         print("wrong host: %s" % (exc.reason,))
+    # EDK2 quirk (docs/tls.md 2.3): every CA given in this boot stays in TlsDxe's one store.
+    print("shared store: %s" % attempt(https, ssl.create_default_context(cadata=other.decode("ascii"))))
     print("live tls children %d" % tls.live_children())
+
+
+def attempt(https, context):
+    """"accepted", or the SSLError's text."""
+    try:
+        urllib2.urlopen(https + "/ca.pem", None, 60, None, None, False, context).read()
+    except urllib2.URLError as exc:
+        return str(exc.reason)
+    return "accepted"
 
 
 main(sys.argv)

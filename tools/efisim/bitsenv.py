@@ -1,11 +1,10 @@
-# -*- coding: utf-8 -*-
 """The Python environment of BITS, given to the program that ``tools/efirun.py`` runs.
 
 In BITS, Python 2.7 runs inside GRUB: ``errno`` has nine names with GRUB's values, ``os``,
 ``time``, ``random``, ``signal`` and ``tempfile`` are BITS's own small modules, there are no
 threads, the standard library is a subset (``lib.zip``), ``sys.path`` is ``/boot/python`` and
 its ``lib.zip``, and ``sys.stdout`` is a Tee with only ``write`` and ``flush``
-(docs/bits-environment.md §2-§5, §8). The simulator runs the program in the same interpreter as
+(docs/bits-environment.md sections 2-5 and 8). The simulator runs the program in the same interpreter as
 itself -- the firmware model, its threads, the lab's servers -- and those need the host's real
 modules. So this module does not change what is imported; it changes what the PROGRAM gets
 when it imports:
@@ -58,7 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STANDIN_DIR = os.path.join(HERE, "bits_python")
 MODULE_LIST = os.path.join(HERE, "bits_modules.txt")
 
-# errno in BITS: GRUB error codes under POSIX names, and only these (docs/bits-environment.md §3).
+# errno in BITS: GRUB error codes under POSIX names, and only these (docs/bits-environment.md section 3).
 ERRNO = (("ENOMEM", 3), ("EISDIR", 4), ("ENOTDIR", 4), ("ENOENT", 5), ("EINVAL", 10), ("ERANGE", 11),
          ("ENXIO", 12), ("EDOM", 18), ("EINTR", 28))
 STANDINS = ("os", "time", "random", "signal", "tempfile")  # files in bits_python/
@@ -78,6 +77,7 @@ NO_COPY = ("uuid", "ctypes", "encodings", "codecs", "sys", "__builtin__", "excep
            "genericpath", "stat", "__future__", "struct", "collections", "functools", "_abcoll",
            "socket", "select", "_socket")  # bitsnet.install() rebuilds socket users from sys.modules
 SOCKET_FAMILY = ("_socket", "select", "socket", "selectors")
+_MISSING = object()
 
 # Python 2 names (BITS's) -> the Python 3 modules that took their place. Names missing here keep
 # their name; names mapped to () have no 3.x counterpart the program may use (StringIO and
@@ -190,11 +190,14 @@ class BitsEnvironment(object):
         self._standin_ids = set()  # type: set  # ids of the stand-ins' namespaces (host side)
         self._program_ids = {}  # type: dict  # id(namespace) -> module, kept alive so ids stay unique
         self._copies = {}  # type: dict  # Python 2.7: name -> the program's private copy of a host module
+        self._cache = {}  # type: dict  # name -> (module returned, sys.modules entry then, _generation())
+        self._relative_cache = {}  # type: dict  # (package, name) -> bool (Python 2.7)
         self._local = threading.local()
         self._real_import = None
         self._saved = None  # type: Optional[tuple]
         self._held = []  # type: list  # the simulator's bitsnet modules, out of sys.modules
         self._host_main = None  # type: Optional[int]  # id of the host's own __main__ namespace
+        self._idna_saved = None  # type: Optional[tuple]  # (encodings._cache, its "idna" entry before)
         self._load_standins()
 
     # ----------------------------------------------------------------------------- stand-ins
@@ -240,6 +243,43 @@ class BitsEnvironment(object):
         if script_dir:
             drop.add(os.path.abspath(script_dir))
         sys.path[:] = [p for p in sys.path if p not in drop and os.path.abspath(p) not in drop]
+        self._guard_idna()
+
+    def _guard_idna(self):
+        """BITS has no idna codec (its encodings.idna needs stringprep, which lib.zip lacks): for the
+        program, ``u"x".encode("idna")`` raises ``LookupError: unknown encoding: idna``.
+
+        The codec registry is shared, so the entry the encodings package returns for "idna" is
+        replaced by one whose encode/decode refuse program-side callers and serve the host's
+        (Python 3.10+ also clears the registry's cache; on older 3.x an idna lookup the host made
+        before the program started stays cached, and the program then has the codec).
+        """
+        import codecs
+        import encodings
+        import encodings.idna as real
+        info = real.getregentry()
+
+        def guarded(function):
+            def call(*args, **kw):
+                if self.program_side(sys._getframe(1).f_globals):
+                    raise LookupError("unknown encoding: idna")
+                return function(*args, **kw)
+            return call
+
+        cache = getattr(encodings, "_cache", None)
+        if not isinstance(cache, dict):
+            return
+        self._idna_saved = (cache, cache.get("idna", _MISSING))
+        cache["idna"] = codecs.CodecInfo(
+            name="idna", encode=guarded(info.encode), decode=guarded(info.decode),
+            incrementalencoder=info.incrementalencoder, incrementaldecoder=info.incrementaldecoder,
+            streamwriter=info.streamwriter, streamreader=info.streamreader)
+        unregister = getattr(codecs, "unregister", None)
+        if unregister is not None:  # 3.10+: unregistering clears the registry's cache
+            def nothing(name):
+                return None
+            codecs.register(nothing)
+            unregister(nothing)
 
     def deactivate(self):
         """Put back the real __import__, streams and SIGINT handler (sys.path stays)."""
@@ -256,6 +296,13 @@ class BitsEnvironment(object):
             except Exception:
                 pass
         sys.stdout, sys.stderr = stdout, stderr
+        if self._idna_saved is not None:
+            cache, entry = self._idna_saved
+            self._idna_saved = None
+            if entry is _MISSING:
+                cache.pop("idna", None)
+            else:
+                cache["idna"] = entry
         if saved_sigint is not None:
             signal.signal(signal.SIGINT, saved_sigint)
 
@@ -304,14 +351,19 @@ class BitsEnvironment(object):
         if not package:
             return False
         first = name.partition(".")[0]
-        if sys.modules.get(package + "." + first) is not None:
-            return True
-        pkg = sys.modules.get(package)
-        for directory in getattr(pkg, "__path__", None) or ():
-            base = os.path.join(directory, first)
-            if os.path.isfile(base + ".py") or os.path.isfile(base + ".pyc") or os.path.isdir(base):
-                return True
-        return False
+        key = package + "." + first
+        if key in sys.modules:  # a module, or None: Python 2's mark for "not a submodule"
+            return sys.modules[key] is not None
+        cached = self._relative_cache.get(key)
+        if cached is None:
+            cached = False
+            pkg = sys.modules.get(package)
+            for directory in getattr(pkg, "__path__", None) or ():
+                base = os.path.join(directory, first)
+                if os.path.isfile(base + ".py") or os.path.isfile(base + ".pyc") or os.path.isdir(base):
+                    cached = True
+            self._relative_cache[key] = cached
+        return cached
 
     def _in_boot_dirs(self, top):
         for directory in self.boot_dirs:
@@ -336,10 +388,12 @@ class BitsEnvironment(object):
             return None  # bitsnet.install() put it there (ssl: bitsnet.ssl), as it does in BITS
         if top in self.boot_names and top not in MODELLED_BOOT:
             return no_module(name, " (BITS has it in /boot/python; the simulator does not)")
-        if name in self.allowed:
+        if name in self.allowed and name != "encodings.idna":
             return None
         if top not in self.allowed and self._in_boot_dirs(top):
             return None  # /boot/python content given on PYTHONPATH
+        if name == "encodings.idna":
+            return no_module("stringprep")  # lib.zip has encodings/idna.pyc, but not what it imports
         if not PY2 and top == "encodings":
             return None  # the 3.x codecs differ from 2.7's; BITS has the whole package
         return no_module(name.rpartition(".")[2] if PY2 else name)
@@ -357,6 +411,9 @@ class BitsEnvironment(object):
         top = name.partition(".")[0]
         if top in self.standins:
             return self._standin(name, fromlist)
+        cached = self._cached(name, fromlist)
+        if cached is not None:
+            return cached
         error = self.refusal(name)
         if error is not None:
             raise error
@@ -365,11 +422,40 @@ class BitsEnvironment(object):
         if fromlist:
             self._check_fromlist(name, globals, locals, fromlist, level)
         if not PY2:
-            return real(name, globals, locals, fromlist, level)
-        copy = self._private_copy(name)
-        if copy is not None:
-            return copy
-        return self._program_import(name, globals, locals, fromlist, level)
+            result = real(name, globals, locals, fromlist, level)
+        else:
+            result = self._private_copy(name)
+            if result is None:
+                result = self._program_import(name, globals, locals, fromlist, level)
+        if fromlist or "." not in name:
+            self._cache[name] = (result, sys.modules.get(name), self._generation())
+        return result
+
+    # ----------------------------------------------------------------------------- the fast path
+    def _generation(self):
+        """Changes when bitsnet.install() replaces the socket modules (copies may go stale)."""
+        return tuple(id(sys.modules.get(name)) for name in SOCKET_FAMILY)
+
+    def _cached(self, name, fromlist):
+        """What the last program-side import of ``name`` gave, if nothing has changed since: a
+        function-level ``import socket`` in a busy loop must not pay for the checks each time."""
+        entry = self._cache.get(name)
+        if entry is None:
+            return None
+        module, source, generation = entry
+        if sys.modules.get(name) is not source or generation != self._generation():
+            del self._cache[name]
+            return None
+        if fromlist:
+            for item in fromlist:
+                if item == "*":
+                    continue
+                value = getattr(module, item, None)
+                if value is None or getattr(value, "__name__", None) == name + "." + item:
+                    return None  # missing, or a submodule: the slow path checks it
+        elif "." in name:
+            return None
+        return module
 
     # ----------------------------------------------------------------------------- Python 2.7 copies
     def _private_copy(self, name):

@@ -583,6 +583,13 @@ class Interpreter(object):
             self.op("udp-cancel", status)
             self.sweep(True)
 
+    def do_tls(self, words):
+        """TLS verbs (issue 23), as probe.c's op_tls: efisim.scenario_tls."""
+        from efisim import scenario_tls
+        if not hasattr(self, "tls"):
+            self.tls = scenario_tls.TlsVerbs(self)
+        self.tls.run(words)
+
     def do_host(self, words):
         self.out("@@ host " + " ".join(words[1:]))
         if self.host is not None:
@@ -617,7 +624,8 @@ class Interpreter(object):
                    "poll": self.do_poll, "state": self.do_state, "mode": self.do_mode, "options": self.do_options,
                    "destroy": self.do_destroy, "wait": self.do_wait, "settle": self.do_settle,
                    "ip4": self.do_ip4, "host": self.do_host, "udp": self.do_udp, "uconfigure": self.do_uconfigure,
-                   "umode": self.do_umode, "usend": self.do_uio, "urecv": self.do_uio}.get(verb)
+                   "umode": self.do_umode, "usend": self.do_uio, "urecv": self.do_uio,
+                   "tls": self.do_tls}.get(verb)
         if handler is None or (verb != "host" and len(words) < 2):
             self.note("error unknown operation")
             return

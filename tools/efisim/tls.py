@@ -246,7 +246,10 @@ class TlsDriver(object):
                 T.EfiTlsSessionID, T.EfiTlsClientRandom, T.EfiTlsServerRandom, T.EfiTlsKeyMaterial):
             return S.EFI_NOT_READY
         if data_type == T.EfiTlsVersion:
-            value = struct.pack(">H", child.version or 0x0301)  # HTONS (TlsGetVersion)
+            # HTONS (TlsGetVersion): OpenSSL's SSL_version, which is the method's highest version
+            # (TLS 1.3 on OVMF) until one is negotiated, whatever EfiTlsVersion set (docs/tls.md 2.2)
+            negotiated = child.engine.version_id() if child.engine is not None else None
+            value = struct.pack(">H", negotiated or 0x0304)
         elif data_type == T.EfiTlsConnectionEnd:
             value = struct.pack("<I", child.end)[:1]  # EDK2 writes one byte of the 4-byte enum
             if size_pointer[0] < 4:

@@ -8,7 +8,7 @@ as a Python 3 helper process (``python3 tls_engine.py``), one per connection, ov
   request  op (1 byte) + length (4 bytes, big-endian) + payload
   reply    flags (1 byte) + length + payload
   ops      I init (payload: repr of a dict: verify, version, hostname, cas as hex), H handshake,
-           A alert, E encrypt, D decrypt, C close, X cipher id, Q quit
+           A alert, E encrypt, D decrypt, C close, X cipher id, V version, Q quit
   flags    1 failed, 2 finished (H); 1 failed (D)
 
 ``find_python3()`` says where the helper's interpreter is (BITSNET_PYTHON3, else python3 on
@@ -33,12 +33,20 @@ class Engine(object):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
-        if version:
+        if version and hasattr(ssl, "TLSVersion"):
             context.minimum_version = context.maximum_version = getattr(ssl.TLSVersion, version)
-        for der in cas:
-            context.load_verify_locations(cadata=der)
+        elif version:  # Python 3.6: no TLSVersion; the OP_NO_* options pin it
+            others = [v for v in ("TLSv1", "TLSv1_1", "TLSv1_2", "TLSv1_3") if v != version]
+            for name in others:
+                context.options |= getattr(ssl, "OP_NO_" + name, 0)
+        for der in cas:  # as PEM: DER cadata fails on older Pythons built against OpenSSL 3
+            context.load_verify_locations(cadata=ssl.DER_cert_to_PEM_cert(der))
+        self.check_later = None  # Python 3.6: host name to check after the handshake (see handshake)
         if hostname is not None and verify:
             context.check_hostname = True
+            if not hasattr(context, "hostname_checks_common_name"):
+                context.check_hostname = False
+                self.check_later = hostname
         else:
             hostname = None
         self.context = context
@@ -59,6 +67,16 @@ class Engine(object):
             pass
         except (ssl.SSLError, ValueError):
             failed = True  # the alert OpenSSL built is in outgoing
+        if self.finished and self.check_later is not None:
+            # Python 3.6 checks host names after the handshake, in Python; EDK2's OpenSSL checks
+            # during it and answers bad_certificate (docs/tls.md 3.3): play that alert instead
+            try:
+                ssl.match_hostname(self.obj.getpeercert(), self.check_later)
+            except ValueError:
+                self.outgoing.read()
+                self.finished = False
+                return True, b"\x15\x03\x03\x00\x02\x02\x2a"
+            self.check_later = None
         return failed, self.outgoing.read()
 
     def alert(self, data):
@@ -107,8 +125,15 @@ class Engine(object):
                 return entry["id"] & 0xFFFF
         return None
 
+    def version_id(self):
+        """The negotiated version as EFI_TLS_VERSION's two bytes (0x0303), or None before it."""
+        return _VERSION_IDS.get(self.obj.version()) if self.finished else None
+
     def shutdown(self):
         pass
+
+
+_VERSION_IDS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 
 
 def available():
@@ -184,6 +209,10 @@ class RemoteEngine(object):
         payload = self._ask(b"X")[1]
         return struct.unpack(">H", payload)[0] if payload else None
 
+    def version_id(self):
+        payload = self._ask(b"V")[1]
+        return struct.unpack(">H", payload)[0] if payload else None
+
     def shutdown(self):
         if self.proc.poll() is None:
             try:
@@ -233,6 +262,9 @@ def serve(stdin, stdout):
         elif op == b"X":
             cipher = engine.cipher_id()
             out = struct.pack(">H", cipher) if cipher is not None else b""
+        elif op == b"V":
+            version = engine.version_id()
+            out = struct.pack(">H", version) if version is not None else b""
         stdout.write(struct.pack(">BI", flags, len(out)) + out)
         stdout.flush()
         if op == b"Q":

@@ -1,7 +1,6 @@
-# -*- coding: utf-8 -*-
 """os as BITS has it: a small module over the GRUB environment and GRUB's file system.
 
-docs/bits-environment.md §4. The public names are BITS's, no more: no strerror, urandom,
+docs/bits-environment.md section 4. The public names are BITS's, no more: no strerror, urandom,
 getpid, fd I/O, remove/rename/mkdir, linesep. ``environ`` is not a dict: it reads and writes
 the environment (here the host process's, in BITS GRUB's) and cannot be iterated.
 ``getcwd()`` is always ``'/'``; ``stat`` reports only the type and the size.

@@ -1,2 +1,1 @@
-# -*- coding: utf-8 -*-
-# BITS's random is an empty module: no random(), randrange(), seed() (docs/bits-environment.md §6).
+"""BITS's random: an empty module, no random(), randrange() or seed() (docs/bits-environment.md section 6)."""

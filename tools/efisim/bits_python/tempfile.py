@@ -1,2 +1,1 @@
-# -*- coding: utf-8 -*-
-# BITS's tempfile is an empty module (docs/bits-environment.md §2).
+"""BITS's tempfile: an empty module (docs/bits-environment.md section 2.3)."""

@@ -1,7 +1,6 @@
-# -*- coding: utf-8 -*-
 """time as BITS has it: time, sleep, localtime, gmtime, struct_time and nothing else.
 
-docs/bits-environment.md §5. ``time()`` counts milliseconds from an arbitrary origin about
+docs/bits-environment.md section 5. ``time()`` counts milliseconds from an arbitrary origin about
 1.1e7 seconds back (GRUB's TSC clock): it is monotonic but it is not the epoch. ``sleep`` polls
 that clock in Python, so EFI notifications run while it waits. ``localtime`` and ``gmtime`` are
 the same plain Python function (a class attribute holding one becomes a method, as in BITS).
