@@ -61,7 +61,11 @@ TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
 RECEIVE_CHUNK = 64 * 1024  # bytes per Receive: what BITS used; one 64 KiB copy per completion
 STREAM_SEGMENT = 1024  # a Receive completed with at least this much: a stream (see progress)
-POLL_BATCH = 16  # Polls after such a Receive, before re-posting it; measured by tools/bench.py
+# Polls after such a Receive, before re-posting it. Real BITS under QEMU (tools/fwbench.py, A/B of
+# 8/16/32/44 in one boot, docs/performance.md): 32 beat 16 (each synchronous Receive of the
+# buffered frames costs ~450 us however many it takes); 32 frames (46 KB) still fit one
+# RECEIVE_CHUNK, so one Receive takes the whole batch.
+POLL_BATCH = 32
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
 DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
@@ -955,8 +959,13 @@ def _post_deferred():
     _rx_deferred.clear()
     streaming = [ep for ep in deferred if ep._streaming]
     if streaming:
-        for _ in range(POLL_BATCH):
-            streaming[0]._call("Poll")  # any child: Poll pulls the NIC's next frame (facts 3.3 Poll)
+        # Any child: Poll pulls the NIC's next frame (facts 3.3 Poll). The Polls run back to back
+        # from one cached callable: under QEMU TCG a frame-carrying Poll costs less the less Python
+        # runs between Polls (docs/performance.md), and _call's lookup per Poll was pure overhead.
+        streaming[0]._call("Poll")
+        poll, this = streaming[0]._calls["Poll"][1:]
+        for _ in range(POLL_BATCH - 1):
+            poll(this)
     for ep in deferred:
         ep._streaming = ep._rx_later = False  # post now; its completion says what comes next
         ep._update()

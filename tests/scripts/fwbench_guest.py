@@ -33,7 +33,8 @@ import time
 
 CHUNK = 64 * 1024
 FRAME = 1448  # TCP payload of one 1500-byte frame with timestamps: the unit of "per frame"
-OPTS = {"size": 8 * 1024 * 1024, "send_size": 8 * 1024 * 1024, "trips": 300, "conns": 20, "repeat": 1}
+OPTS = {"size": 8 * 1024 * 1024, "send_size": 8 * 1024 * 1024, "trips": 300, "conns": 20, "repeat": 1,
+        "reps": 5, "batches": "16,32"}
 
 
 def say(text):
@@ -447,7 +448,29 @@ def section_profile(opts):
         say("prof   %-24s %.3f/frame" % (name, n / float(frames2)))
 
 
-SECTIONS = {"c": section_c, "raw": section_raw, "api": section_api, "profile": section_profile}
+def section_batch(opts):
+    """A/B of tcp.POLL_BATCH in one boot: the values alternate, so the host's load hits all alike."""
+    import socket
+    from bitsnet import tcp
+    values = [int(v) for v in opts["batches"].split(",")]
+    original = tcp.POLL_BATCH
+    results = {}
+    try:
+        for _ in range(opts["reps"]):
+            for value in values:
+                tcp.POLL_BATCH = value
+                for how in ("recv_into", "recv"):
+                    got, seconds = api_recv(socket, opts, how)
+                    results.setdefault((value, how), []).append(got / seconds / 1e6)
+    finally:
+        tcp.POLL_BATCH = original
+    for (value, how), rates in sorted(results.items()):
+        rates.sort()
+        say("batch POLL_BATCH=%d %-9s median=%.3f min=%.3f max=%.3f" % (value, how, rates[len(rates) // 2],
+                                                                        rates[0], rates[-1]))
+
+
+SECTIONS = {"batch": section_batch, "c": section_c, "raw": section_raw, "api": section_api, "profile": section_profile}
 
 
 def main(argv):
@@ -460,8 +483,11 @@ def main(argv):
             host, port = argv[i + 1].rsplit(":", 1)
             opts["host"], opts["port"] = host, int(port)
             i += 2
+        elif arg == "--batches":
+            opts["batches"] = argv[i + 1]
+            i += 2
         elif arg.startswith("--") and arg[2:].replace("-", "_") in ("http", "size", "send_size", "trips", "conns",
-                                                                     "repeat"):
+                                                                     "repeat", "reps"):
             opts[arg[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         else:
