@@ -20,8 +20,12 @@ network namespace with tools/bench.py's peer (``--serve-peer``) on the namespace
 Figures (MB/s, or per second): bulk receive (C ``bulk_recv``; raw loop with and without batched
 Polls; recv_into, recv, makefile().read(), urllib2), bulk send (C ``bulk_send``; ``raw_send``,
 ``send``: sendall), 1-byte round trips, connections (connect, one byte each way, graceful close).
-Each is the median over the rounds, with its spread ((max - min) / median), and its ratio to the
-C figure's median.  ``--profile`` adds one bitsnet boot that prints the receive path's counters
+Each is the median over the rounds, with its spread ((max - min) / median), and its ratio to C:
+after section c has run the whole C set once, the guest runs the C program again right before
+each Python measurement, with just that measurement (tests/scripts/fwbench_guest.py ``pair``),
+and each Python figure is divided by the C figure just before it; the table shows the median of
+those ratios and their spread (the host's load changes within a minute; the pairs share it).
+``--profile`` adds one bitsnet boot that prints the receive path's counters
 (section profile of the guest script).  Exit status 0 when every boot ended normally.
 """
 
@@ -157,19 +161,32 @@ def run_bits(opts, sections, verbose, stock=False, image=None, efi_app=None):
     figures, notes = {}, []
     for line in result.output:
         words = line.split()
-        if words[:1] == ["fig"] and len(words) == 3:
-            figures.setdefault(words[1], []).append(float(words[2]))
-        elif words[:1] in (["info"], ["prof"]):
+        if words[:1] in (["info"], ["prof"]):
             notes.append(line)
-    for line in result.console:  # the C app writes to the serial port itself, unframed
+    # The console in order: the C app's own "@@ fig" lines (unframed, straight to the serial port)
+    # and the program's framed "|fig" lines.  Each Python figure is paired with the C figure of
+    # its kind just before it (the guest runs one right before each measurement): "ratio:NAME".
+    last_c = {}
+    for line in result.console:
+        if line.startswith("|fig "):
+            words = line[1:].split()
+            if len(words) == 3:
+                value = float(words[2])
+                figures.setdefault(words[1], []).append(value)
+                ref = last_c.get(C_OF.get(words[1]))
+                if ref:
+                    figures.setdefault("ratio:" + words[1], []).append(value / ref)
+            continue
         at = line.find("@@ ")
-        words = line[at + 3:].split() if at >= 0 else []
+        words = line[at + 3:].split() if at >= 0 and not line.startswith(("|", "+")) else []
         if words[:1] == ["fig"] and len(words) == 3:
             value = float(words[2])
             value = value / 1e6 if words[1] in ("bulk_recv", "bulk_send") else value
             figures.setdefault("c:" + words[1], []).append(value)
+            last_c[words[1]] = value
         elif words[:1] in (["failures"], ["timeout"], ["connect-failed"], ["configure-failed"]):
-            notes.append("c: " + " ".join(words))
+            if words != ["failures", "0"]:
+                notes.append("c: " + " ".join(words))
     if result.status != 0:
         notes.append("exit status %s; last lines: %s" % (result.status, " | ".join(result.output[-5:])))
     return figures, notes, result.seconds
@@ -200,29 +217,38 @@ def median(values):
 
 
 def report(runs, out=print):
-    """runs: {column: {figure: [values]}}; one table: medians, spreads, ratios to the C figures
-    measured in the same boots (column "c", a boot of its own, is shown for reference)."""
-    out("%-12s %-16s %10s %8s %4s %8s" % ("boot", "figure", "median", "spread", "n", "vs C"))
+    """runs: {column: {figure: [values]}}; one table: each figure's median and spread, and its
+    ratio to C -- the median of the per-measurement ratios, each Python figure divided by the C
+    figure measured right before it in the same boot (their spread beside), else the ratio of the
+    medians.  Column "c" (the C program booted alone) is shown for reference."""
+    out("%-11s %-16s %10s %7s %3s %8s %7s" % ("boot", "figure", "median", "spread", "n", "vs C", "spread"))
     for column in ("bitsnet", "trampoline", "stock", "c"):
         figures = runs.get(column)
         if not figures:
             continue
-        c = dict((name[2:], values) for name, values in figures.items() if name.startswith("c:"))
-        if column == "c":
-            c = figures
+        c = figures if column == "c" else dict((k[2:], v) for k, v in figures.items() if k.startswith("c:"))
         for name in ORDER:
-            values = figures.get(name) if name not in c or column == "c" else None
-            label = name
+            values, label = figures.get(name), name
             if name in c:
-                values, label = c[name], "C " + name if column != "c" else name
+                values, label = c[name], ("C " + name) if column != "c" else name
             if not values:
                 continue
             mid = median(values)
-            spread = (max(values) - min(values)) / mid if mid else 0.0
+            spread = "%.0f%%" % ((max(values) - min(values)) / mid * 100) if mid else "-"
+            ratios = figures.get("ratio:" + name)
             ref = c.get(C_OF.get(name, name))
-            ratio = "%.3f" % (mid / median(ref)) if ref and median(ref) else "-"
+            if name in c:
+                ratio, ratio_spread = "1", ""
+            elif ratios:
+                mid_ratio = median(ratios)
+                ratio = "%.3f" % mid_ratio
+                ratio_spread = "%.0f%%" % ((max(ratios) - min(ratios)) / mid_ratio * 100) if mid_ratio else "-"
+            else:
+                ratio = "%.3f" % (mid / median(ref)) if ref and median(ref) else "-"
+                ratio_spread = ""
             unit = UNITS.get(name, "MB/s")
-            out("%-12s %-16s %10.3f %7.0f%% %4d %8s  %s" % (column, label, mid, spread * 100, len(values), ratio, unit))
+            out("%-11s %-16s %10.3f %7s %3d %8s %7s  %s" % (column, label, mid, spread, len(values), ratio,
+                                                             ratio_spread, unit))
 
 
 def main(argv=None):
@@ -298,7 +324,8 @@ def main(argv=None):
 
 
 def _brief(figures):
-    return " ".join("%s=%.2f" % (name, values[-1]) for name, values in sorted(figures.items()))
+    return " ".join("%s=%.2f" % (name, median(values)) for name, values in sorted(figures.items())
+                    if not name.startswith("c:"))
 
 
 if __name__ == "__main__":
