@@ -398,19 +398,19 @@ def section_profile(opts):
     import bits
     from bitsnet import events, tcp
     start, t0 = time.time(), bits.rdtsc()
-    while time.time() - start < 0.2:
+    while time.time() - start < 0.5:
         pass
     tsc_per_us = (bits.rdtsc() - t0) / (elapsed(start) * 1e6)
-    counts, cycles = {}, {}
+    live_counts, live_cycles = {}, {}
 
     def counting(name, function):
         def wrapper(*args):
-            counts[name] = counts.get(name, 0) + 1
+            live_counts[name] = live_counts.get(name, 0) + 1
             begin = bits.rdtsc()
             try:
                 return function(*args)
             finally:
-                cycles[name] = cycles.get(name, 0) + bits.rdtsc() - begin
+                live_cycles[name] = live_cycles.get(name, 0) + bits.rdtsc() - begin
         return wrapper
 
     original_create = tcp.TcpEndpoint._ensure_child
@@ -445,6 +445,8 @@ def section_profile(opts):
             got += n
         total = bits.rdtsc() - begin
         sock.close()
+        counts, cycles = dict(live_counts), dict(live_cycles)  # the timed run's alone (wrappers stay on)
+        completions = events.stats["completions"] - stats0["completions"]
         # The same again with the Python profiler counting calls (slower: counts only).
         sock = connect(socket, opts)
         sock.sendall(header(b"S", size // 4))
@@ -482,7 +484,6 @@ def section_profile(opts):
         inside += spent
         say("prof %-10s calls/frame=%.3f us/frame=%.3f us/call=%.3f" % (
             name, n / float(frames), spent / frames, spent / n if n else 0.0))
-    completions = events.stats["completions"] - stats0["completions"]
     say("prof completions/frame=%.3f bytes/completion=%.3f" % (
         completions / float(frames), got / float(completions) if completions else 0.0))
     say("prof python(other) us/frame=%.3f" % ((us - inside) / frames))
