@@ -42,8 +42,10 @@ EFI's IPv4 and IPv6 stacks are separate drivers, so an AF_INET6 socket never car
 IPV6_V6ONLY reads 1 and setting it to 0 fails (EOPNOTSUPP), which makes
 ``socket.has_dualstack_ipv6()`` False and leaves http.server's DualStackServer serving IPv6.
 
-Not supported (the error CPython gives for an unsupported feature): ``MSG_OOB`` (EOPNOTSUPP),
-unknown socket options (ENOPROTOOPT), AF_UNIX and raw sockets (EAFNOSUPPORT / EINVAL).
+``send(MSG_OOB)`` is a Transmit with EFI's Urgent flag; EDK2 delivers urgent data inline, so
+``recv(MSG_OOB)`` is EINVAL (Linux's answer when no urgent byte is waiting). Not supported (the
+error CPython gives for an unsupported feature): unknown socket options (ENOPROTOOPT), ancillary
+data (EOPNOTSUPP), AF_UNIX and raw sockets (EAFNOSUPPORT / EPROTONOSUPPORT).
 """
 
 from __future__ import absolute_import
@@ -71,6 +73,9 @@ AF_INET = 2
 AF_INET6 = 10  # over EFI_TCP6/UDP6 when the firmware has them (see has_ipv6)
 SOCK_STREAM = 1
 SOCK_DGRAM = 2
+SOCK_RAW = 3  # exists so that code can name it; EFI has no raw sockets (EPERM, as unprivileged Linux)
+SOCK_RDM = 4
+SOCK_SEQPACKET = 5
 IPPROTO_IP = 0
 IPPROTO_ICMP = 1
 IPPROTO_TCP = 6
@@ -88,7 +93,13 @@ SO_SNDBUF = 7
 SO_RCVBUF = 8
 SO_KEEPALIVE = 9
 SO_LINGER = 13
+SO_ACCEPTCONN = 30
 TCP_NODELAY = 1
+TCP_MAXSEG = 2
+IP_TOS = 1
+IP_TTL = 2
+IP_ADD_MEMBERSHIP = 35
+IP_DROP_MEMBERSHIP = 36
 SOMAXCONN = 128
 MSG_OOB = 0x1
 MSG_PEEK = 0x2
@@ -104,6 +115,7 @@ AI_V4MAPPED = 0x8
 AI_ALL = 0x10
 AI_ADDRCONFIG = 0x20
 AI_NUMERICSERV = 0x400
+_AI_KNOWN = 0x7ff  # every AI_* bit glibc accepts (AI_IDN... included); others: EAI_BADFLAGS
 NI_NUMERICHOST = 0x1
 NI_NUMERICSERV = 0x2
 NI_NOFQDN = 0x4
@@ -132,6 +144,16 @@ EAI_ADDRFAMILY = -9
 # name lookup asks the NIC (``_ipv6_available``). socket.py copies it when it is imported,
 # which install() arranges to happen after the probe.
 has_ipv6 = False
+
+if _sys.version_info[0] >= 3:  # CPython 2.7 on Linux has neither (glibc headers aside)
+    SOCK_NONBLOCK = 0o4000
+    SOCK_CLOEXEC = 0o2000000
+_TYPE_FLAGS = 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC: Linux takes them in ``type``
+_SOCK_MAX = 11  # Linux: socket types 0..10 exist; others are EINVAL
+
+# select() refuses int descriptors from here on (CPython: ValueError); bitsnet's own fds are
+# above it after a few sockets and always accepted (they are never handed to an OS).
+FD_SETSIZE = 1024
 
 # fileno() numbers start high so they are never mistaken for stdin/stdout/stderr (or any real
 # fd on a host) and are never reused: a stale number cannot name a newer socket.
@@ -171,6 +193,7 @@ except NameError:
 
 
 _UNICODE = type(u"")  # str on 3, unicode on 2.7
+_NO_ADDRESS = object()  # sendto()'s address left out
 
 
 def _error(err, detail=None):
@@ -179,6 +202,8 @@ def _error(err, detail=None):
 
 # --- Argument checks: the exceptions CPython's argument parsing raises (issue 7 item 6) ------
 _C_INT = (-2 ** 31, 2 ** 31 - 1)
+_C_LONG = (-2 ** 63, 2 ** 63 - 1)
+_DEFAULT_ARG = -1 if _sys.version_info[0] >= 3 else object()  # socket()'s omitted argument
 _SSIZE_MAX = 2 ** 63 - 1
 # CPython allocates recv()'s result before it looks at the socket: sizes within this many bytes
 # of _SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
@@ -199,8 +224,14 @@ def _int(value, who="", bounds=_C_INT):
     if not isinstance(value, _INT_TYPES):
         raise TypeError("'%s' object cannot be interpreted as an integer" % type(value).__name__)
     if not bounds[0] <= value <= bounds[1]:
-        raise OverflowError("%sPython int too large to convert to C int" % (who and who + ": "))
+        raise OverflowError("%sPython int too large to convert to C %s" % (
+            who and who + ": ", "long" if bounds is _C_LONG else "int"))
     return int(value)
+
+
+def _omitted(value):
+    """socket()'s argument left out (3.x: -1, what socket.py passes for it)."""
+    return value is _DEFAULT_ARG or (_sys.version_info[0] >= 3 and isinstance(value, int) and value == -1)
 
 
 def _size_arg(value):
@@ -259,23 +290,120 @@ def _send_buffer(data):
     (array('i'), a 2-D view) is copied to bytes first, as CPython counts bytes, not items."""
     if isinstance(data, _NOT_BYTES_LIKE):
         _bytes_view(data)  # raises the TypeError
-    view = memoryview(data)
+    try:
+        view = memoryview(data)
+    except TypeError:
+        if _sys.version_info[0] >= 3:  # CPython's "y*" message, not memoryview()'s
+            raise TypeError("a bytes-like object is required, not '%s'" % type(data).__name__)
+        data = _old_buffer_bytes(data)
+        view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
         data = view.tobytes()
         view = memoryview(data)
     return data, view
 
 
+def _old_buffer_bytes(data):
+    """2.7: what CPython 2.7's "s*" takes besides the new buffer protocol -- ASCII unicode
+    (the default encoding), buffer, array.array, mmap (old-style buffers) -- as a str."""
+    if isinstance(data, unicode):  # type: ignore[name-defined]  # noqa: F821
+        return data.encode("ascii")  # UnicodeEncodeError for other text, as CPython 2.7
+    try:
+        return str(buffer(data))  # type: ignore[name-defined]  # noqa: F821
+    except TypeError:
+        raise TypeError("must be string or buffer, not %s" % type(data).__name__)
+
+
+def _old_writable_view(target):
+    """2.7: a writable byte-wise memoryview of an old-style writable buffer (array.array...),
+    as CPython 2.7's "w*" takes it; TypeError if it has none."""
+    import ctypes
+    try:
+        size = len(buffer(target))  # type: ignore[name-defined]  # noqa: F821
+        return memoryview((ctypes.c_char * size).from_buffer(target))  # keeps ``target`` alive
+    except (TypeError, ValueError):
+        raise TypeError("argument 1 must be read-write buffer, not %s" % type(target).__name__)
+
+
+def _multicast(host):
+    """A multicast (224/4, ff00::/8) or the broadcast address: no TCP connection goes there."""
+    if ":" in host:
+        return host[:2].lower() == "ff"
+    first = host.split(".", 1)[0]
+    return host == "255.255.255.255" or (first.isdigit() and 224 <= int(first) <= 239)
+
+
+def _with_deadline(deadline, function, *args):
+    """``function(*args)`` with ``deadline`` reaching the waits below the socket (address
+    bring-up, EFI_NO_MAPPING retries: ``events.caller_deadline``, issue 20 item 4)."""
+    held = _events.caller_deadline[0]
+    _events.caller_deadline[0] = deadline
+    try:
+        return function(*args)
+    finally:
+        _events.caller_deadline[0] = held
+
+
+def _progress(endpoint):
+    """Let the stack move once (Poll, completions) before a non-blocking call or a readiness
+    query answers "not yet" (issue 20 item 1): nothing else drives the firmware between a
+    program's calls, so without it a non-blocking loop would see EAGAIN for ever. One Poll:
+    cheap, and only paid on the would-block path. Returns True."""
+    endpoint.progress()
+    return True
+
+
+# --- One thread at a time (issue 20) ------------------------------------------------------------
+# bitsnet is not thread-safe and need not be: firmware Python has no threads. On a host a second
+# thread entering while another is inside would corrupt the registries (events, endpoints), so it
+# is refused with a RuntimeError that names the rule. Cheap: one get_ident() per call. BITS has
+# no thread module: there the check is off (there is no second thread).
+try:
+    from _thread import get_ident as _get_ident
+except ImportError:
+    try:
+        from thread import get_ident as _get_ident  # type: ignore[no-redef]  # 2.7 on a host
+    except ImportError:
+        _get_ident = None  # type: ignore[assignment]
+_inside = _events.entered  # [the thread inside bitsnet's socket layer, how deep]
+
+
+def _enter():
+    """Mark the calling thread as inside; RuntimeError if another thread is (see above)."""
+    if _get_ident is None:
+        return
+    me = _get_ident()
+    owner = _inside[0]
+    if owner is not None and owner != me:
+        raise RuntimeError("bitsnet is not thread-safe: a socket call from thread %d while thread %d is inside"
+                           " bitsnet; use bitsnet's sockets from one thread at a time" % (me, owner))
+    _inside[0] = me
+    _inside[1] += 1
+
+
+def _leave():
+    if _get_ident is None:
+        return
+    _inside[1] -= 1
+    if _inside[1] <= 0:
+        _inside[0] = None
+        _inside[1] = 0
+
+
 def _efi_guarded(method):
-    """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4)."""
+    """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4), and
+    refuse a second thread's concurrent entry (``_enter``)."""
     @_functools.wraps(method)
     def guarded(self, *args, **kwargs):
+        _enter()
         try:
             return method(self, *args, **kwargs)
         except _efi.EFIException as exc:
             status = exc.args[0] if exc.args else _efi.EFI_DEVICE_ERROR
             raise _error(_errors.errno_for(status, method.__name__),
                          "%s in %s" % (_errors.status_name(status), method.__name__))
+        finally:
+            _leave()
     return guarded
 
 
@@ -284,7 +412,8 @@ class _Descriptor(object):
     """What an fd names: one endpoint, plus the state that belongs to it rather than to a
     socket object (``dup()`` shares it; timeouts are per socket object, as in CPython)."""
 
-    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger")
+    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger", "connect_pending",
+                 "wildcard")
 
     def __init__(self, endpoint, family, type, proto):
         self.endpoint = endpoint
@@ -294,6 +423,8 @@ class _Descriptor(object):
         self.refs = 1  # fds naming this descriptor
         self.read_shut = False  # shutdown(SHUT_RD) seen: recv returns b'' (kept in Python)
         self.linger = (0, 0)  # SO_LINGER (onoff, seconds); (1, 0) makes close() abort (RST)
+        self.connect_pending = False  # a non-blocking connect not yet reported by a later connect
+        self.wildcard = False  # bound to INADDR_ANY / in6addr_any: getsockname says so until connected
 
 
 _fds = {}  # type: dict   # fd -> _Descriptor
@@ -347,10 +478,17 @@ def _probe_ipv6():
 def _new_endpoint(family, type, proto):
     """The endpoint class for (family, type), imported on first use (no firmware at import)."""
     family, type, proto = _int(family), _int(type), _int(proto)
-    if not 0 <= proto <= 255 or type not in (SOCK_STREAM, SOCK_DGRAM) and family in (AF_INET, AF_INET6):
-        raise _error(_errno.EINVAL)  # Linux: an unknown type or an impossible protocol number
+    if type & ~0xf & ~_TYPE_FLAGS or not 0 <= type & 0xf < _SOCK_MAX:
+        raise _error(_errno.EINVAL)  # Linux (__sys_socket, __sock_create): unknown flags or type
+    type &= 0xf
+    if not 0 <= proto <= 255 and family in (AF_INET, AF_INET6):
+        raise _error(_errno.EINVAL)  # Linux: an impossible protocol number
     if family not in (AF_INET, AF_INET6):
         raise _error(_errno.EAFNOSUPPORT)
+    if type == SOCK_RAW:  # as Linux answers an unprivileged program; EFI has no raw sockets at all
+        raise _error(_errno.EPERM if proto else _errno.EPROTONOSUPPORT)
+    if type not in (SOCK_STREAM, SOCK_DGRAM):
+        raise _error(_errno.ESOCKTNOSUPPORT)  # Linux inet_create: no such type for AF_INET
     if family == AF_INET6 and not _ipv6_available():
         # What Linux booted with ipv6.disable=1 says: the firmware has no TCP6/UDP6 on the NIC.
         raise _error(_errno.EAFNOSUPPORT, "Address family not supported by protocol (no EFI TCP6 in this firmware)")
@@ -499,10 +637,12 @@ class socket(object):
     returned by ``_accept()``, ``dup()`` or ``detach()``. Dropping the last reference closes
     it gracefully."""
 
-    # No __weakref__ and no __dict__: 3.x's socket.socket adds its own slots to this base.
-    __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto")
+    # No __dict__, and on 3.x no __weakref__: 3.x's socket.socket adds its own slots to this
+    # base. 2.7's _socket.socket is the object itself, and can be weakly referenced.
+    __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto") + \
+        (("__weakref__",) if _sys.version_info[0] < 3 else ())
 
-    def __init__(self, family=-1, type=-1, proto=-1, fileno=None):
+    def __init__(self, family=_DEFAULT_ARG, type=_DEFAULT_ARG, proto=_DEFAULT_ARG, fileno=None):
         self._fd = -1
         self._descriptor = None
         if fileno is not None:
@@ -515,17 +655,27 @@ class socket(object):
                 raise _error(_errno.EBADF)
             fd = fileno
         else:
-            family = AF_INET if family == -1 else family
-            type = SOCK_STREAM if type == -1 else type
-            proto = 0 if proto == -1 else proto
-            descriptor = _Descriptor(_new_endpoint(family, type, proto), family, type, proto)
+            # 3.x: -1 means the default (socket.py passes it); 2.7 takes -1 as a number (EINVAL).
+            family = AF_INET if _omitted(family) else family
+            type = SOCK_STREAM if _omitted(type) else type
+            proto = 0 if _omitted(proto) else proto
+            endpoint = _new_endpoint(family, type, proto)
+            descriptor = _Descriptor(endpoint, family, type & ~_TYPE_FLAGS, proto)
             fd = _register(descriptor)
         self._family = descriptor.family
         self._type = descriptor.type
         self._proto = descriptor.proto
+        if fileno is not None:
+            # CPython 3.7+ takes what is given with fileno= as it is; it asks the fd only for
+            # what was left out (which is what the descriptor knows here).
+            self._family = self._family if _omitted(family) else _int(family)
+            self._type = self._type if _omitted(type) else _int(type)
+            self._proto = self._proto if _omitted(proto) else _int(proto)
         self._descriptor = descriptor
         self._fd = fd
         self._timeout = _default_timeout[0]
+        if fileno is None and _int(type) & _TYPE_FLAGS & 0o4000:
+            self._timeout = 0.0  # SOCK_NONBLOCK (3.x), as CPython's socket() honours it
 
     # -- identity and lifetime
     family = property(lambda self: self._family, doc="the socket family")
@@ -534,8 +684,8 @@ class socket(object):
     timeout = property(lambda self: self._timeout, doc="the socket timeout")
 
     def __repr__(self):
-        return "<socket object, fd=%d, family=%d, type=%d, proto=%d>" % (
-            self._fd, self._family, self._type, self._proto)
+        return "<socket object, fd=%d, family=%d, type=%d, %s=%d>" % (
+            self._fd, self._family, self._type, "proto" if _sys.version_info[0] >= 3 else "protocol", self._proto)
 
     def fileno(self):  # type: () -> int
         """fileno() -> integer
@@ -550,6 +700,10 @@ class socket(object):
         SO_LINGER set to 0 seconds it is reset instead. Closing twice is harmless."""
         fd, self._fd, self._descriptor = self._fd, -1, None
         if fd >= 0:
+            if fd not in _fds and _sys.version_info[0] >= 3:
+                # CPython 3 reports close(2)'s EBADF: the fd was closed behind this object's
+                # back (_socket.close(fd), another object's detach()...). 2.7 ignores it.
+                raise _error(_errno.EBADF)
             _release(fd)
 
     def detach(self):
@@ -569,6 +723,12 @@ class socket(object):
 
     def __del__(self):
         # The 2.7 socket.py never closes its _sock; this is where that connection ends.
+        try:
+            if self._fd >= 0 and _sys.version_info[0] >= 3:
+                import warnings  # as CPython 3's sock_finalize
+                warnings.warn("unclosed %r" % (self,), ResourceWarning, stacklevel=2, source=self)
+        except Exception:
+            pass
         try:
             self.close()
         except Exception:
@@ -591,6 +751,14 @@ class socket(object):
             raise _error(_errno.EBADF)
         return descriptor.endpoint
 
+    def _live_endpoint(self):
+        """_endpoint(), and EBADF also when the fd was closed behind this object's back (an
+        fcntl on it fails in CPython); not on the data path, which _endpoint() keeps cheap."""
+        endpoint = self._endpoint()
+        if _fds.get(self._fd) is not self._descriptor:
+            raise _error(_errno.EBADF)
+        return endpoint
+
     # -- timeouts
     def settimeout(self, timeout):
         """settimeout(timeout)
@@ -599,7 +767,7 @@ class socket(object):
         None. Setting a timeout of None disables the timeout feature and is equivalent to
         setblocking(1). Setting a timeout of zero is the same as setblocking(0)."""
         timeout = _check_timeout(timeout)
-        self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
+        self._live_endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
         self._timeout = timeout
 
     def gettimeout(self):
@@ -613,8 +781,8 @@ class socket(object):
         """setblocking(flag)
 
         Set the socket to blocking (flag is true) or non-blocking (false)."""
-        flag = _int(flag)
-        self._endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
+        flag = _int(flag, "", _C_LONG)  # CPython: PyLong_AsLong
+        self._live_endpoint()  # EBADF once closed, as the ioctl on fd -1 gives in CPython
         self._timeout = None if flag else 0.0
 
     def getblocking(self):
@@ -642,8 +810,15 @@ class socket(object):
         """bind(address)
 
         Bind the socket to a local address, a pair (host, port) -- for AF_INET6 (host, port[,
-        flowinfo[, scope_id]]); port 0 picks a free port."""
-        self._endpoint().bind(_sockaddr(self._family, address, "bind"))
+        flowinfo[, scope_id]]); port 0 picks a free port. While the address is still coming
+        (DHCP), a socket with a timeout waits at most that long (``timeout``); others wait for it."""
+        endpoint = self._endpoint()
+        deadline = self._deadline() if self._timeout else None  # issue 20 item 4
+        local = _sockaddr(self._family, address, "bind")
+        _with_deadline(deadline, endpoint.bind, local)
+        # EDK2's TCP4 needs the station address for a "0.0.0.0" listener (bits-efi-api item 4),
+        # so the endpoint holds the real one; getsockname() reports the wildcard, as CPython.
+        self._descriptor.wildcard = local[0] == _families.of(self._family).wildcard
 
     @_efi_guarded
     def listen(self, backlog=SOMAXCONN):
@@ -651,7 +826,10 @@ class socket(object):
 
         Accept connections; at most ``backlog`` wait to be accepted (EDK2 caps it at 10)."""
         backlog = _int(backlog)
-        self._endpoint().listen(max(0, backlog))
+        endpoint = self._endpoint()
+        if self._type == SOCK_DGRAM:
+            raise _error(_errno.EOPNOTSUPP)  # Linux: UDP has no listen
+        endpoint.listen(max(0, backlog))
 
     @_efi_guarded
     def connect(self, address):
@@ -679,48 +857,82 @@ class socket(object):
         """None when connected, else the error to raise: connect() raises it whole, with the
         firmware's explanation (DHCP gave up, CreateChild failed), connect_ex() returns its errno."""
         endpoint = self._endpoint()
+        deadline = self._deadline()  # one deadline for the whole call, address bring-up included
         remote = _sockaddr(self._family, address, "connect")
         if self._type == SOCK_DGRAM:  # only the default peer: nothing goes on the wire
             try:
-                endpoint.connect(remote)
+                _with_deadline(deadline, endpoint.connect, remote)
             except error as exc:
+                if isinstance(exc, timeout) and not exc.errno and self._timeout == 0.0:
+                    return _error(_errno.EAGAIN)  # the address is still coming (DHCP)
+                if isinstance(exc, timeout) and not exc.errno:
+                    raise
                 return exc
             return None
-        if endpoint.connected or endpoint.listening:
+        if _multicast(remote[0]):
+            # Linux (tcp_v4_connect, tcp_v6_connect): no TCP to a multicast or broadcast address.
+            return _error(_errno.ENETUNREACH)
+        descriptor = self._descriptor
+        reported, descriptor.connect_pending = descriptor.connect_pending, False
+        if endpoint.connecting and self._timeout == 0.0:
+            _progress(endpoint)  # issue 20 item 1: the handshake moves between calls too
+        if endpoint.listening:
             return _error(_errno.EISCONN)
+        if endpoint.connected:
+            # Linux (__inet_stream_connect): the first connect after a non-blocking one finished
+            # says 0 (the socket becomes SS_CONNECTED then), later ones EISCONN.
+            return None if reported else _error(_errno.EISCONN)
         if endpoint.connecting:
             if self._timeout == 0.0:
+                descriptor.connect_pending = True
                 return _error(_errno.EALREADY)
+        elif reported and getattr(endpoint, "failed", False):
+            # Linux: the connect after a failed non-blocking one reports its error (sock_error);
+            # the one after that starts afresh.
+            return _error(endpoint.take_error() or _errno.ECONNABORTED)
         else:
             try:
-                endpoint.connect_start(remote)
-            except timeout:
-                raise
+                _with_deadline(deadline, endpoint.connect_start, remote)
+            except timeout as exc:
+                if self._timeout != 0.0 or exc.errno:  # (ETIMEDOUT is a TimeoutError on 3.x)
+                    raise
+                # Issue 20 item 4: the address is still coming (DHCP, SLAAC): EINPROGRESS now,
+                # and the SYN goes out by later progress (connect_ex, select, SO_ERROR...).
+                endpoint.connect_later(remote)
+                descriptor.connect_pending = True
+                return _error(_errno.EINPROGRESS)
             except error as exc:
                 return exc
             if self._timeout == 0.0:
                 # Even when the handshake already finished inside connect_start (the simulator's
                 # loopback is that fast): Linux's non-blocking TCP connect always says EINPROGRESS.
+                descriptor.connect_pending = True
                 return _error(_errno.EINPROGRESS)
         if endpoint.connecting:
             if self._timeout == 0.0:
                 return _error(_errno.EINPROGRESS)
-            self._wait(endpoint, lambda: not endpoint.connecting, self._deadline())
+            self._wait(endpoint, lambda: not endpoint.connecting, deadline)
         if endpoint.connected:
             return None
         return _error(endpoint.take_error() or _errno.ECONNABORTED)
 
     def _accept_endpoint(self):
         endpoint = self._endpoint()
+        if self._type == SOCK_DGRAM:
+            raise _error(_errno.EOPNOTSUPP)  # Linux: UDP has no accept
         if not endpoint.listening:
             raise _error(_errno.EINVAL)
         deadline = self._deadline()
+        progressed = False
         while True:
             child = endpoint.accept()
             if child is not None:
                 return child
             if self._timeout == 0.0:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1
+                continue
             self._wait(endpoint, endpoint.acceptable, deadline)
 
     @_efi_guarded
@@ -741,12 +953,23 @@ class socket(object):
     @_efi_guarded
     def getsockname(self):
         """getsockname() -> address info: the local (host, port)."""
-        return self._out(self._endpoint().local_address or (_families.of(self._family).wildcard, 0))
+        endpoint = self._endpoint()
+        wildcard = _families.of(self._family).wildcard
+        local = endpoint.local_address
+        if local is None:
+            return self._out((wildcard, 0))
+        if self._descriptor.wildcard and endpoint.remote_address is None:
+            return self._out((wildcard, local[1]))  # bound to the wildcard, not connected
+        return self._out(local)
 
     @_efi_guarded
     def getpeername(self):
         """getpeername() -> address info: the remote (host, port)."""
-        remote = self._endpoint().remote_address
+        endpoint = self._endpoint()
+        remote = endpoint.remote_address
+        if remote is None and endpoint.connecting:
+            _progress(endpoint)  # issue 20 item 1: a non-blocking connect may have finished
+            remote = endpoint.remote_address
         if remote is None:
             raise _error(_errno.ENOTCONN)
         return self._out(remote)
@@ -819,7 +1042,11 @@ class socket(object):
         if (level, optname) == (SOL_SOCKET, SO_LINGER):
             packed = _struct.pack("ii", *self._descriptor.linger)
             return packed[:buflen] if buflen else self._descriptor.linger[0]
-        if (level, optname) == (SOL_SOCKET, SO_ERROR):
+        fixed = self._fixed_option(endpoint, level, optname)
+        if fixed is not None:
+            value = fixed
+        elif (level, optname) == (SOL_SOCKET, SO_ERROR):
+            _progress(endpoint)  # issue 20 item 1: a connect or a send may have failed meanwhile
             value = endpoint.take_error()
         elif (level, optname) == (SOL_SOCKET, SO_TYPE):
             value = self._type
@@ -835,6 +1062,18 @@ class socket(object):
                 raise _error(_errno.ENOPROTOOPT)
         return _struct.pack("i", value)[:buflen] if buflen else value
 
+    def _fixed_option(self, endpoint, level, optname):
+        """Options whose value EFI decides and Linux lets a program read: SO_ACCEPTCONN,
+        IP_TTL (what bitsnet configures), IP_TOS (0), TCP_MAXSEG (EDK2's MSS on Ethernet once
+        connected, Linux's 536 before). None for any other option."""
+        if (level, optname) == (SOL_SOCKET, SO_ACCEPTCONN):
+            return int(bool(endpoint.listening))
+        if level == IPPROTO_IP and optname in (IP_TTL, IP_TOS) and self._family == AF_INET:
+            return 64 if optname == IP_TTL else 0
+        if (level, optname) == (IPPROTO_TCP, TCP_MAXSEG) and self._type == SOCK_STREAM:
+            return 1460 if endpoint.connected else 536
+        return None
+
     # -- data
     @_efi_guarded
     def recv(self, bufsize, flags=0):  # type: (int, int) -> bytes
@@ -846,6 +1085,9 @@ class socket(object):
             raise ValueError("negative buffersize in recv")
         if bufsize > _MAX_RECV:
             raise OverflowError("byte string is too large")
+        if bufsize == 0 and _sys.version_info[0] >= 3:
+            self._endpoint()
+            return b""  # CPython 3 asks the OS nothing: a queued datagram stays queued
         if bufsize <= _UNCOPIED_RECV_MAX:  # the received bytes, uncopied
             if self._type == SOCK_DGRAM:
                 return self._recvfrom_into(None, bufsize, flags)[0]
@@ -861,7 +1103,8 @@ class socket(object):
         """recv_into(buffer, [nbytes[, flags]]) -> nbytes_read
 
         Receive up to nbytes bytes into the writable buffer (all of it if nbytes is 0)."""
-        return self._recv_into(buffer, self._size(buffer, nbytes, "recv_into"), _int(flags))
+        buffer, nbytes = self._size(buffer, nbytes, "recv_into")
+        return self._recv_into(buffer, nbytes, _int(flags))
 
     @_efi_guarded
     def recvfrom(self, bufsize, flags=0):
@@ -883,7 +1126,7 @@ class socket(object):
     @_efi_guarded
     def recvfrom_into(self, buffer, nbytes=0, flags=0):
         """recvfrom_into(buffer[, nbytes[, flags]]) -> (nbytes, address info)"""
-        nbytes = self._size(buffer, nbytes, "recvfrom_into")
+        buffer, nbytes = self._size(buffer, nbytes, "recvfrom_into")
         if self._type == SOCK_DGRAM:
             n, source = self._recvfrom_into(buffer, nbytes, _int(flags))
             return n, self._out(source)
@@ -891,11 +1134,18 @@ class socket(object):
 
     @staticmethod
     def _size(buffer, nbytes, who):
+        """(the buffer to write into, how many bytes): CPython's checks of recv_into's
+        arguments; on 2.7 an old-style buffer (array.array) becomes a memoryview of it."""
         if isinstance(buffer, _INT_TYPES) or buffer is None or \
                 (_sys.version_info[0] >= 3 and isinstance(buffer, str)):
             raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
                             % (who, type(buffer).__name__))
-        view = memoryview(buffer)
+        try:
+            view = memoryview(buffer)
+        except TypeError:
+            if _sys.version_info[0] >= 3:
+                raise
+            view = buffer = _old_writable_view(buffer)  # 2.7: array.array and other old buffers
         if view.readonly:
             raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
                             % (who, type(buffer).__name__))
@@ -904,10 +1154,10 @@ class socket(object):
             raise ValueError("negative buffersize in %s" % who)
         available = len(view) * view.itemsize
         if nbytes == 0:
-            return available
+            return buffer, available
         if nbytes > available:
             raise ValueError("buffer too small for requested bytes")
-        return nbytes
+        return buffer, nbytes
 
     def _recv_into(self, buffer, nbytes, flags):
         if self._type == SOCK_DGRAM:
@@ -917,6 +1167,10 @@ class socket(object):
     def _recv_stream(self, buffer, nbytes, flags):
         """recv_into ``buffer`` on a stream socket: the count; ``buffer`` None: recv, the bytes."""
         endpoint = self._endpoint()
+        if flags & MSG_OOB:
+            # EDK2 delivers urgent data inline, with the rest (RxData.UrgentFlag only marks it):
+            # there is never an out-of-band byte to read -- Linux's answer then is EINVAL.
+            raise _error(_errno.EINVAL, "Invalid argument (EFI TCP delivers urgent data inline)")
         if flags & _NOT_STREAM_RECV_FLAGS:
             raise _error(_errno.EOPNOTSUPP)
         if nbytes == 0 or self._descriptor.read_shut:
@@ -924,8 +1178,11 @@ class socket(object):
         peek = bool(flags & MSG_PEEK)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
-        if flags & MSG_WAITALL and not peek and not nonblocking:
+        if flags & MSG_WAITALL and not peek and self._timeout is None and not flags & MSG_DONTWAIT:
+            # Only a blocking socket waits for all: CPython's fd is non-blocking under a timeout,
+            # so there MSG_WAITALL returns what one readable moment brings, as a plain recv.
             return self._recv_all(endpoint, buffer, nbytes, deadline)
+        progressed = False
         while True:
             if buffer is None:
                 got = endpoint.recv(nbytes, peek)
@@ -934,7 +1191,10 @@ class socket(object):
             if got is not None:
                 return got
             if nonblocking:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1: let the stack move first
+                continue
             self._wait(endpoint, endpoint.can_recv, deadline)
 
     def _recvfrom_into(self, buffer, nbytes, flags):
@@ -947,6 +1207,7 @@ class socket(object):
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
         peek = bool(flags & MSG_PEEK)
+        progressed = False
         while True:
             if buffer is None:
                 got = endpoint.recvfrom(nbytes, peek)
@@ -955,18 +1216,36 @@ class socket(object):
             if got is not None:
                 return got
             if nonblocking:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1
+                continue
             self._wait(endpoint, endpoint.can_recv, deadline)
 
     def _recv_all(self, endpoint, buffer, nbytes, deadline):
+        """MSG_WAITALL on a blocking socket: until ``nbytes``, EOF or an error. Bytes gathered
+        are never dropped (issue 20 item 2): an error after some data returns the data and
+        stays pending for the next call, as Linux's tcp_recvmsg does."""
         view = memoryview(buffer)
         got = 0
         while got < nbytes:
-            n = endpoint.recv_into(view[got:], nbytes - got, False)
+            if got and endpoint.has_error():
+                break
+            try:
+                n = endpoint.recv_into(view[got:], nbytes - got, False)
+            except error:
+                if got:
+                    break  # cannot happen after has_error(); kept so no byte is ever lost
+                raise
             if n == 0:
                 break
             if n is None:
-                self._wait(endpoint, endpoint.can_recv, deadline)
+                try:
+                    self._wait(endpoint, endpoint.can_recv, deadline)
+                except timeout:
+                    if got:
+                        break
+                    raise
                 continue
             got += n
         return got
@@ -983,28 +1262,43 @@ class socket(object):
         """Send from ``view`` (a byte-wise memoryview); ``data`` is its object when that is bytes
         and the whole of it, for the zero-copy Transmit (tcp.py rule 3), else ``view`` again."""
         endpoint = self._endpoint()
-        if flags & ~MSG_DONTWAIT:
+        if flags & ~(MSG_DONTWAIT | MSG_OOB) or (flags & MSG_OOB and self._type != SOCK_STREAM):
             raise _error(_errno.EOPNOTSUPP)
         if self._type == SOCK_DGRAM:
             return self._send_datagram(endpoint, view.tobytes(), address, flags, deadline)
         if not len(view):
             return 0
+        progressed = False
+        # MSG_OOB: EFI TCP's Urgent flag (tcp.send_urgent); socketpair() has no urgent data
+        send = endpoint.send_urgent if flags & MSG_OOB and hasattr(endpoint, "send_urgent") else endpoint.send
         while True:
-            n = endpoint.send(data)
+            n = send(data)
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1: completed Transmits free room
+                continue
             self._wait(endpoint, endpoint.can_send, deadline)
 
     def _send_datagram(self, endpoint, data, address, flags, deadline):
         """One datagram to ``address`` (None: the connected peer); all of it or an error."""
+        progressed = False
         while True:
-            n = endpoint.sendto(data, address)
+            try:
+                n = _with_deadline(deadline, endpoint.sendto, data, address)
+            except timeout as exc:
+                if not exc.errno and (self._timeout == 0.0 or flags & MSG_DONTWAIT):
+                    raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): issue 20 item 4
+                raise
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                raise _error(_errno.EAGAIN)
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)  # issue 20 item 1
+                continue
             self._wait(endpoint, endpoint.can_send, deadline)
 
     @_efi_guarded
@@ -1021,14 +1315,64 @@ class socket(object):
             sent += self._send(rest, rest, flags, deadline)
 
     @_efi_guarded
-    def sendto(self, data, flags_or_address, address=None):
+    def sendto(self, data, flags_or_address, address=_NO_ADDRESS):
         """sendto(data[, flags], address) -> count
 
         For a connected TCP socket the address is checked and otherwise ignored."""
-        flags = 0 if address is None else _int(flags_or_address)
+        two = address is _NO_ADDRESS  # sendto(data, address); sendto(data, 0, None) is a TypeError
+        flags = 0 if two else _int(flags_or_address)
         data, view = _send_buffer(data)
-        remote = _sockaddr(self._family, flags_or_address if address is None else address, "sendto")
+        remote = _sockaddr(self._family, flags_or_address if two else address, "sendto")
         return self._send(data, view, flags, self._deadline(), remote)
+
+    if _sys.version_info[0] >= 3:  # CPython 2.7 has no sendmsg/recvmsg
+        def sendmsg(self, buffers, ancdata=(), flags=0, address=None):
+            """sendmsg(buffers[, ancdata[, flags[, address]]]) -> count
+
+            Send the buffers' bytes as one send (or one datagram). EFI has no ancillary data
+            (no SCM_RIGHTS, no IP_PKTINFO...): any is refused with EOPNOTSUPP."""
+            views = [_send_buffer(b)[1] for b in buffers]
+            if list(ancdata):
+                raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI sockets carry no ancillary data)")
+            data = b"".join(view.tobytes() for view in views)
+            if address is not None:
+                return self.sendto(data, flags, address)
+            return self.send(data, flags)
+
+        def recvmsg(self, bufsize, ancbufsize=0, flags=0):
+            """recvmsg(bufsize[, ancbufsize[, flags]]) -> (data, ancdata, msg_flags, address)
+
+            ancdata is always [] (EFI delivers none); address is None on a TCP socket."""
+            bufsize, ancbufsize = _size_arg(bufsize), _size_arg(ancbufsize)
+            if bufsize < 0:
+                raise ValueError("negative buffer size in recvmsg()")
+            if ancbufsize < 0:
+                raise ValueError("negative ancillary buffer size in recvmsg()")
+            if self._type == SOCK_DGRAM:
+                data, address = self.recvfrom(bufsize, flags)
+            else:
+                data, address = self.recv(bufsize, flags), None
+            return data, [], 0, address
+
+        def recvmsg_into(self, buffers, ancbufsize=0, flags=0):
+            """recvmsg_into(buffers[, ancbufsize[, flags]]) -> (nbytes, ancdata, msg_flags, address)
+
+            Scatter one receive over the writable buffers, in order; ancdata is always []."""
+            views = []
+            for target in buffers:
+                view = memoryview(target)
+                if view.readonly:
+                    raise TypeError("recvmsg_into() argument 1 must be an iterable of single-segment"
+                                    " read-write buffers")
+                views.append(view.cast("B") if view.format != "B" or view.ndim != 1 else view)
+            total = sum(len(view) for view in views)
+            data, ancdata, msg_flags, address = self.recvmsg(total, ancbufsize, flags)
+            offset = 0
+            for view in views:
+                piece = data[offset:offset + len(view)]
+                view[:len(piece)] = piece
+                offset += len(piece)
+            return len(data), ancdata, msg_flags, address
 
     @_efi_guarded
     def shutdown(self, how):
@@ -1065,6 +1409,14 @@ def dup(fd):  # type: (int) -> int
         raise _error(_errno.EBADF)
     descriptor.refs += 1
     return _register(descriptor)
+
+
+def fromfd(fd, family, type, proto=0):
+    """fromfd(fd, family, type[, proto]) -> socket object
+
+    A new socket object for a duplicate of ``fd`` (2.7's _socket has it; 3.x's socket.py
+    defines its own from dup())."""
+    return socket(family, type, proto, fileno=dup(fd))
 
 
 def close(fd):
@@ -1227,6 +1579,8 @@ def _service_port(port, socktype, flags):
         port = str(_int(port, "", (-2 ** 63, 2 ** 63 - 1)))  # PyLong_AsLong, then passed on as text
     if isinstance(port, bytes) and not isinstance(port, str):
         port = port.decode("ascii")
+    elif _sys.version_info[0] >= 3:
+        port.encode("utf-8")  # CPython encodes it: a lone surrogate is UnicodeEncodeError
     elif not isinstance(port, str):
         port = port.encode("ascii")  # 2.7 unicode
     port = str(port).split("\0")[0]  # CPython hands getaddrinfo(3) a C string: it ends at a NUL
@@ -1277,6 +1631,10 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     if port is not None and not isinstance(port, _INT_TYPES + (str, bytes, _UNICODE)):
         raise error("Int or String expected")
     family, type, proto, flags = _int(family), _int(type), _int(proto), _int(flags)
+    if host is None and port is None:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
+    if flags & ~_AI_KNOWN or (flags & AI_CANONNAME and host is None):
+        raise gaierror(EAI_BADFLAGS, _GAI_MESSAGES[EAI_BADFLAGS])  # glibc's first checks
     if family not in (AF_UNSPEC, AF_INET, AF_INET6):
         raise gaierror(EAI_FAMILY, _GAI_MESSAGES[EAI_FAMILY])
     if type not in (0, SOCK_STREAM, SOCK_DGRAM):
@@ -1288,7 +1646,9 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     if proto and type and (type, proto) not in ((SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)):
         raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
     port = _service_port(port, type, flags)
-    if host is None or host == "" or host == b"":
+    if host is not None and not host:
+        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])  # glibc: "" is no name; None is
+    if host is None:
         # IPv4 first, as glibc orders the wildcards; IPv6 only when the firmware has it (the
         # probe's answer: no firmware call here). EDK2 has no loopback interface (facts 3.10),
         # so the non-passive answer matters on the simulator only; it is ordered the same way.
@@ -1371,6 +1731,9 @@ def getnameinfo(sockaddr, flags):
     host, port = _str_arg(sockaddr[0], "getnameinfo() argument 1"), _int(sockaddr[1])
     flags = _int(flags)
     scope_id = _int(sockaddr[3], "", (0, 2 ** 32 - 1)) if len(sockaddr) > 3 else 0
+    if len(sockaddr) > 2 and _int(sockaddr[2], "", (-2 ** 31, 2 ** 32 - 1)) & 0xffffffff > 0xfffff:
+        raise OverflowError("%s: flowinfo must be 0-1048575." % (  # CPython's "I", then the check
+            "getnameinfo()" if _sys.version_info[0] >= 3 else "getsockaddrarg"))
     literal6 = _families.ipv6_literal(host) if ":" in host else None
     if literal6 is None and len(sockaddr) != 2:
         raise error("IPv4 sockaddr must be 2 tuple")

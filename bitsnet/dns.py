@@ -23,7 +23,11 @@ the target (at most ``MAX_CNAME_DEPTH``). Positive answers are cached for their 
 
 The parser takes any byte string: every length and pointer is bounds-checked, compression
 pointers must point strictly backwards (no loops), names stay within 255 bytes; anything else
-is ``DnsFormatError``, which the resolver treats as "no answer from this server".
+is ``DnsFormatError``, which the resolver treats as "no answer from this server". Its work is
+bounded too, since backward pointers alone still let one 64 KiB answer chain thousands of
+names through thousands of pointers (seconds of CPU): at most ``MAX_NAME_JUMPS`` pointers per
+name, ``MAX_PARSE_STEPS`` labels and pointers per message, ``MAX_RECORDS`` records read (the
+rest of a longer answer is ignored), and the query's deadline is looked at while parsing.
 
 Errors are ``errors.gaierror`` with glibc's EAI_* codes and messages (what CPython raises on
 Linux), and ``errors.herror`` for reverse lookups.
@@ -88,6 +92,12 @@ MAX_CNAME_DEPTH = 8  # re-queries of a CNAME target
 CACHE_SIZE = 256  # cached answers; the oldest go first
 MAX_CACHE_TTL = 3600  # seconds: a lying TTL must not pin an answer for days
 MAX_NAME = 255  # RFC 1035 2.3.4
+# Parse-work bounds (hostile answers). Real compressors make at most a few jumps per name; a
+# 512-byte answer (we send no EDNS) holds a few dozen records of a few labels each.
+MAX_NAME_JUMPS = 32  # compression pointers followed in one name
+MAX_PARSE_STEPS = 8192  # labels plus pointers read in one message
+MAX_RECORDS = 256  # answer records read from one message; later ones are ignored
+DEADLINE_EVERY = 32  # records parsed between looks at the deadline
 MAX_LABEL = 63
 TYPE_A, TYPE_CNAME, TYPE_PTR, TYPE_AAAA = 1, 5, 12, 28  # AAAA: RFC 3596
 CLASS_IN = 1
@@ -458,7 +468,7 @@ def _exchange(ep, query, server, ident, qname, qtype):
         if source != (server, DNS_PORT):
             continue  # RFC 5452: only the server we asked
         try:
-            return parse_response(data, ident, qname, qtype)
+            return parse_response(data, ident, qname, qtype, deadline)
         except DnsFormatError:
             continue  # a forged or broken answer: keep waiting for the real one
     return None
@@ -561,17 +571,25 @@ def build_query(ident, qname, qtype):
                                                                                                  CLASS_IN)
 
 
-def read_name(packet, offset):
+def read_name(packet, offset, budget=None):
     """(name, offset after it in the original position) with compression (RFC 1035 4.1.4).
 
     ``packet`` is a bytearray. Pointers must point strictly before the label that holds them,
-    so every jump goes backwards and the walk ends; the name stays within 255 bytes.
+    so every jump goes backwards and the walk ends; the name stays within 255 bytes and
+    ``MAX_NAME_JUMPS`` pointers. ``budget`` (a one-item list: labels and pointers the message
+    may still read, ``MAX_PARSE_STEPS`` at its start) is spent and checked.
     """
+    if budget is None:
+        budget = [MAX_PARSE_STEPS]
+    jumps = 0
     labels = []
     length_total = 0
     end = None
     position = offset
     while True:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise DnsFormatError("too much parsing work for one message")
         if position >= len(packet):
             raise DnsFormatError("name runs past the end")
         length = packet[position]
@@ -583,6 +601,9 @@ def read_name(packet, offset):
                 end = position + 2
             if target >= position:
                 raise DnsFormatError("forward or looping compression pointer")
+            jumps += 1
+            if jumps > MAX_NAME_JUMPS:
+                raise DnsFormatError("more than %d compression pointers in one name" % MAX_NAME_JUMPS)
             position = target
             continue
         if length & 0xC0:
@@ -601,12 +622,15 @@ def read_name(packet, offset):
         position += 1 + length
 
 
-def parse_response(data, ident, qname, qtype):
+def parse_response(data, ident, qname, qtype, deadline=None):
     """(rcode, truncated, [(owner, type, ttl, value)]) of an answer to (ident, qname, qtype).
 
     Raises DnsFormatError for anything else: not a response, another ID or question, broken
-    lengths or names. A, AAAA and CNAME/PTR records are decoded; other types are skipped.
+    lengths or names, more parsing work than ``MAX_PARSE_STEPS``, ``deadline`` (the
+    ``events.clock()`` time the query gives up) passed while parsing. A, AAAA and CNAME/PTR
+    records are decoded; other types are skipped; records past ``MAX_RECORDS`` are ignored.
     """
+    budget = [MAX_PARSE_STEPS]
     packet = bytearray(data)
     if len(packet) < 12:
         raise DnsFormatError("shorter than a header")
@@ -620,7 +644,7 @@ def parse_response(data, ident, qname, qtype):
         if rcode != RCODE_NOERROR and qdcount == 0:
             return rcode, bool(flags & FLAG_TC), []  # some servers drop the question on errors
         raise DnsFormatError("%d questions" % qdcount)
-    name, offset = read_name(packet, 12)
+    name, offset = read_name(packet, 12, budget)
     if offset + 4 > len(packet):
         raise DnsFormatError("question runs past the end")
     got_type, got_class = struct.unpack("!HH", bytes(packet[offset:offset + 4]))
@@ -631,8 +655,10 @@ def parse_response(data, ident, qname, qtype):
     records = []
     if truncated:
         return rcode, True, records  # rejected by the caller; the rest may be cut anywhere
-    for _ in range(ancount):
-        owner, offset = read_name(packet, offset)
+    for count in range(min(ancount, MAX_RECORDS)):
+        if deadline is not None and count % DEADLINE_EVERY == DEADLINE_EVERY - 1 and events.clock() > deadline:
+            raise DnsFormatError("the query's deadline passed while parsing its answer")
+        owner, offset = read_name(packet, offset, budget)
         if offset + 10 > len(packet):
             raise DnsFormatError("record header runs past the end")
         rtype, rclass, ttl, rdlength = struct.unpack("!HHLH", bytes(packet[offset:offset + 10]))
@@ -651,7 +677,7 @@ def parse_response(data, ident, qname, qtype):
                     raise DnsFormatError("AAAA record of %d bytes" % rdlength)
                 records.append((owner, rtype, ttl, family.format_ipv6(bytes(packet[offset:offset + 16]))))
             elif rtype in (TYPE_CNAME, TYPE_PTR):
-                target, used = read_name(packet, offset)
+                target, used = read_name(packet, offset, budget)
                 if used > rdata_end:
                     raise DnsFormatError("name runs past its record")
                 records.append((owner, rtype, ttl, target))

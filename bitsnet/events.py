@@ -57,6 +57,18 @@ MAX_IDLE_EVENTS = 256  # pooled events kept open beyond this many idle ones are 
 EFI_HOOK_RESCAN_INTERVAL = 0.05  # seconds; BITS's hook loses notifications without telling us
 IDLE_SPINS = 64  # wait loop iterations with no progress before it starts to Stall
 IDLE_STALL_US = 100  # Stall per idle iteration after that: bounds latency, spares the CPU
+# Called with no arguments on every round of wait_until that found nothing to do. Never set in
+# BITS (no threads there); a host harness that runs threaded code over bitsnet under one lock
+# sets it to let the other threads take their turn while this one waits (tests/cpython).
+wait_hook = None
+# The thread inside bitsnet's socket layer and how deep (bitsnet._socket._enter refuses a second
+# thread meanwhile). A wait_hook is a safe point: the waiting thread lets go while it runs.
+entered = [None, 0]  # type: list
+# The deadline of the socket call being served (an absolute clock() value; None: no limit), for
+# the waits below the socket that know nothing of sockets: address bring-up (DHCP, SLAAC) and
+# EFI_NO_MAPPING retries (issue 20 item 4). The socket layer sets it around connect and send;
+# a wait it cuts short raises ``errors.timeout`` and leaves the bring-up running.
+caller_deadline = [None]  # type: list
 
 # Monotonic seconds (bitsnet/clock.py); every timeout in bitsnet is measured with this one clock.
 clock = _clock.monotonic
@@ -321,6 +333,13 @@ def wait_until(predicate, deadline, poll=None, checked=False):
         idle += 1
         if idle > IDLE_SPINS:
             boot_services().Stall(IDLE_STALL_US)
+        if wait_hook is not None:
+            held = entered[:]
+            entered[:] = [None, 0]  # the other threads' turn: they may enter (see ``entered``)
+            try:
+                wait_hook()
+            finally:
+                entered[:] = held
 
 
 def outstanding(owner=None):

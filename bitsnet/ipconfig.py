@@ -58,7 +58,8 @@ TIMER_NOT_LAPIC = ("the firmware timer is stopped (no EFI timer event fires, so 
 # Module state, tied to the default NIC object (a new machine or nic.reset() makes a new one):
 # the DHCP run start_dhcp() began and nobody has waited for yet, and DNS servers set by
 # configure(dns=...) while DHCP owns the address (IP4 Config2 refuses them then, facts 5.2).
-_state = {"dhcp_nic": None, "dhcp_since": 0.0, "dns_nic": None, "dns": None, "timer_restored": False}  # type: dict
+_state = {"dhcp_nic": None, "dhcp_since": 0.0, "dns_nic": None, "dns": None, "timer_restored": False,
+          "until": None}  # type: dict   # until: a DHCP wait a caller's deadline cut short ends then
 
 Ip4Info = collections.namedtuple("Ip4Info", "address netmask gateway dns_servers routes name")
 # IPv6 (IP6 Config, facts 5.3): ``address`` is the preferred one (global before link-local, None
@@ -220,7 +221,13 @@ def ensure_configured6(timeout=None):
             found.append(got)
         return bool(found)
 
-    if not events.wait_until(usable, start + timeout, poll=_stall):
+    caller = events.caller_deadline[0]  # issue 20 item 4: the socket call's deadline may come first
+    if not events.wait_until(usable, start + timeout if caller is None else min(caller, start + timeout),
+                             poll=_stall):
+        if caller is not None and caller < start + timeout:
+            sys.stdout.write("(in the background)\n")
+            sys.stdout.flush()
+            raise errors.timeout("timed out")  # SLAAC goes on; the next call waits again
         sys.stdout.write("no address\n")
         sys.stdout.flush()
         raise errors.socket_error(errno.EADDRNOTAVAIL, "IPv6 on %s: no global address within %s s (no router"
@@ -376,19 +383,30 @@ def ensure_configured(timeout=None):
     the_nic = nic.default_nic()
     info = _info(the_nic)
     if info is not None:
+        if _state["until"] is not None:
+            _state.update(dhcp_nic=None, until=None)  # a wait cut short: DHCP has answered since
         return info  # reuse whatever the firmware already has (DHCP by the shell, static, PXE)
-    timeout = DHCP_TIMEOUT if timeout is None else timeout
     name = the_nic.name
-    if _dhcp_pending(the_nic):
-        _state["dhcp_nic"] = None  # wait for the run start_dhcp() began; a later call restarts
-    else:
-        # Issue 11: with the firmware tick stopped DHCP would spin until the timeout; say why at
-        # once (or, in BITS, restart the stopped LAPIC timer first).
-        check_timer()
-        _begin_dhcp(the_nic)
-    sys.stdout.write("bitsnet: DHCP on %s ... " % name)
-    sys.stdout.flush()
     start = events.clock()
+    resumed = _state["until"] is not None and _state["dhcp_nic"] is the_nic and the_nic is nic._state.get("nic")
+    if resumed:
+        until = _state["until"]  # an earlier wait for this run was cut short by its caller's deadline
+    else:
+        until = start + (DHCP_TIMEOUT if timeout is None else timeout)
+        if _dhcp_pending(the_nic):
+            _state["dhcp_nic"] = None  # wait for the run start_dhcp() began; a later call restarts
+        else:
+            # Issue 11: with the firmware tick stopped DHCP would spin until the timeout; say why at
+            # once (or, in BITS, restart the stopped LAPIC timer first).
+            check_timer()
+            _begin_dhcp(the_nic)
+            _state["dhcp_since"] = clock.monotonic()
+        sys.stdout.write("bitsnet: DHCP on %s ... " % name)
+        sys.stdout.flush()
+    # Issue 20 item 4: the socket call's own deadline (a non-blocking one: now) may come first;
+    # then this call times out and DHCP goes on, and the next call resumes this wait.
+    caller = events.caller_deadline[0]
+    limit = until if caller is None or caller >= until else caller
     found = []
 
     def leased():
@@ -398,12 +416,23 @@ def ensure_configured(timeout=None):
             found.append(got)
         return bool(found)
 
-    if not events.wait_until(leased, start + timeout, poll=_stall):
-        sys.stdout.write("no answer\n")
+    if not events.wait_until(leased, limit, poll=_stall):
+        if limit < until:
+            if not resumed:
+                sys.stdout.write("(in the background)\n")
+                sys.stdout.flush()
+            _state.update(dhcp_nic=the_nic, until=until)
+            raise errors.timeout("timed out")
+        _state.update(dhcp_nic=None, until=None)
+        sys.stdout.write("no answer\n" if not resumed else "bitsnet: DHCP on %s: no answer\n" % name)
         sys.stdout.flush()
         raise errors.socket_error(errno.ETIMEDOUT, "DHCP on %s: no answer within %s s; use bitsnet.configure(...)"
-                                  " for a static address" % (name, _seconds(timeout)))
+                                  " for a static address" % (name, _seconds(DHCP_TIMEOUT if timeout is None
+                                                                           else timeout)))
     info = found[-1]
+    _state.update(dhcp_nic=None, until=None)
+    if resumed:
+        sys.stdout.write("bitsnet: DHCP on %s: " % name)
     sys.stdout.write("%s/%d in %.1f s\n" % (info.address, prefix_length(info.netmask), events.clock() - start))
     sys.stdout.flush()
     return info

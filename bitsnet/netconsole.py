@@ -7,7 +7,7 @@ HOST:PORT (default 6666, netconsole's) over UDP; from code, ``start(host, port)`
 ``stop()``. On the host, ``nc -u -l 6666`` (or ``socat -u UDP-RECV:6666 -``, or any Linux
 netconsole receiver) shows the lines.
 
-Contents: ``start``, ``stop``, ``active``, ``NetConsole`` (the two streams and their stats),
+Contents: ``start``, ``stop``, ``active``, ``add_secret``, ``NetConsole`` (the two streams and their stats),
 ``MirrorStream`` (what ``sys.stdout``/``sys.stderr`` are while it runs), ``Sender`` (the UDP
 side: queue, socket, network bring-up), ``main``.
 
@@ -47,6 +47,11 @@ by default: plain lines are what ``nc`` and standard netconsole receivers show. 
 extended format ("6,17,123456,-;text", ``ncfrag=`` for pieces) was not chosen: its numbers
 count printk records rather than datagrams and its timestamp is kernel-specific.
 
+Secrets (``add_secret``): the mirror goes over the network in clear, so text registered as
+secret (the web REPL's access token) is replaced by ``MASK`` in every datagram, wherever a
+write cut it; the local console still shows it. A partial line keeps its last bytes back (as
+many as the longest secret, less one) so a secret cannot straddle two datagrams unmasked.
+
 Limits: text written past ``sys.stdout`` (``sys.stdout.buffer``, ``os.write``, BITS's own C
 output) is not mirrored; a partial line waits for its newline (or ``stop()``); one thread
 (BITS has no others: writes from two threads at once may lose mirrored text); IPv4 only;
@@ -81,7 +86,31 @@ STOP_BUDGET = 1.0  # s stop() spends at most on the queue
 DEFERRED_ROUNDS = 8  # Rule 4: rounds of re-entrant text one outer write mirrors (the rest waits)
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
 
+MASK = b"[hidden: shown on the local console only]"
+
 _state = {"active": None}  # the running NetConsole (one at a time: it owns sys.stdout/stderr)
+_secrets = []  # type: list   # bytes never mirrored (add_secret), longest first
+
+
+def add_secret(text):
+    """Never mirror ``text`` (e.g. an access token): it is replaced by ``MASK`` in what goes
+    over the network, for this and any later netconsole. Empty text is ignored."""
+    data = _encode(text)
+    if data and data not in _secrets:
+        _secrets.append(data)
+        _secrets.sort(key=len, reverse=True)
+
+
+def _mask(data):
+    for secret in _secrets:
+        if secret in data:
+            data = data.replace(secret, MASK)
+    return data
+
+
+def _held_back():
+    """Bytes a partial line keeps back so a secret still being written is not cut (Secrets)."""
+    return max([len(s) - 1 for s in _secrets] or [0])
 
 
 # --------------------------------------------------------------------------- text to datagrams
@@ -278,7 +307,11 @@ class MirrorStream(object):
             self._pieces(pending[start:end + 1], sender)
             start = end + 1
         rest = pending[start:]
-        while len(rest) >= sender.limit:  # a partial line a datagram long goes out now
+        hold = _held_back()
+        while len(rest) >= sender.limit + hold:  # a partial line a datagram long goes out now
+            rest = _mask(rest)  # a secret cut in two by this piece would be (hold) bytes further on
+            if len(rest) < sender.limit + hold:
+                break
             cut = _cut(rest, sender.limit)
             sender.enqueue(rest[:cut])
             rest = rest[cut:]
@@ -286,6 +319,7 @@ class MirrorStream(object):
 
     @staticmethod
     def _pieces(line, sender):
+        line = _mask(line)
         while line:
             cut = _cut(line, sender.limit)
             sender.enqueue(line[:cut])

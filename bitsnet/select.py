@@ -89,9 +89,13 @@ def _events_of(descriptor, wanted=_READABLE | _WRITABLE):
             mask |= _WRITABLE
         if endpoint.hung_up():
             mask |= POLLHUP  # reset: still "connected" until recv/send report it
+    elif descriptor.type == _socket.SOCK_STREAM and getattr(endpoint, "_state", None) in ("fresh", "bound"):
+        # Linux tcp_poll on a TCP socket that never connected (TCP_CLOSE, nothing shut down):
+        # POLLOUT|POLLHUP, not POLLIN (select() still calls it readable: POLLHUP counts there).
+        mask = (mask & ~_READABLE) | _WRITABLE | POLLHUP
     else:
-        # Never connected, failed, reset or closed: recv and send return at once (EOF or the
-        # error), so the socket is readable and writable, and hung up -- as Linux reports it.
+        # Failed, reset or closed: recv and send return at once (EOF or the error), so the
+        # socket is readable and writable, and hung up -- as Linux reports it.
         mask |= _READABLE | _WRITABLE | POLLHUP
     if mask & POLLERR and descriptor.type == _socket.SOCK_DGRAM and not descriptor.read_shut \
             and not descriptor.endpoint.pending():
@@ -198,6 +202,8 @@ class _Select(object):
         for each in lists:
             for _, fd in each:
                 if fd not in waiter.descriptors:
+                    if fd >= _socket.FD_SETSIZE:  # CPython checks the range before select(2) runs
+                        raise ValueError("filedescriptor out of range in select()")
                     raise _bad_fd()
         result = [[], [], []]
         descriptors = waiter.descriptors
@@ -207,7 +213,11 @@ class _Select(object):
             result[1] = [obj for obj, fd in lists[1] if _writable(descriptors[fd])]
             return bool(result[0] or result[1])
 
-        waiter.wait(ready, seconds)
+        _socket._enter()  # one thread at a time (_socket._enter)
+        try:
+            waiter.wait(ready, seconds)
+        finally:
+            _socket._leave()
         return result[0], result[1], []
 
     def __repr__(self):
@@ -282,5 +292,9 @@ class poll(object):
                     result.append((fd, revents))
             return bool(result)
 
-        waiter.wait(ready, timeout)
+        _socket._enter()  # one thread at a time (_socket._enter)
+        try:
+            waiter.wait(ready, timeout)
+        finally:
+            _socket._leave()
         return list(result)

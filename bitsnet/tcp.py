@@ -90,6 +90,8 @@ _dirty = set()  # type: set      # endpoints with completions not yet consumed
 _reaper = {"next_sweep": 0.0}  # when _reap_due() next sweeps every closing endpoint
 _reap_wanted = set()  # type: set   # closing endpoints with a completion since they were reaped
 _rx_deferred = set()  # type: set   # endpoints whose next Receive progress() posts (rule 2)
+_tx_retry = set()  # type: set   # endpoints with a Transmit the firmware refused: progress() retries
+TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
 REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
 
 
@@ -114,7 +116,8 @@ class TcpEndpoint(object):
                  "_rx_fragment", "_rx_completion", "_tx_free", "_rx_op", "_eof", "_rd_shut", "_tx",
                  "_tx_ops", "_tx_inflight", "_fin_wanted", "_close_op", "_connect_op",
                  "_connect_deadline", "_close_deadline", "_error", "_dead", "_backlog", "_accept_ops",
-                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later")
+                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later", "_tx_refused_since",
+                 "_awaiting")
 
     def __init__(self, fam=None):
         self._fam = fam or family.INET
@@ -153,6 +156,8 @@ class TcpEndpoint(object):
         self._settled = False  # see _refresh()
         self._streaming = False  # the last Receive brought a full segment: see _post_deferred
         self._rx_later = False  # the last Receive brought data: the next one waits (rule 2)
+        self._tx_refused_since = None  # when Transmits started being refused (see _post_transmit)
+        self._awaiting = None  # (address, state before): a connect waiting for the address (connect_later)
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
@@ -266,6 +271,9 @@ class TcpEndpoint(object):
             if status == efi.EFI_NO_MAPPING and events.clock() < deadline:
                 # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
                 # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7).
+                caller = events.caller_deadline[0]
+                if caller is not None and events.clock() >= caller:
+                    raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
                 events.boot_services().Stall(10000)
                 continue
             if status == efi.EFI_INVALID_PARAMETER and port:
@@ -411,9 +419,13 @@ class TcpEndpoint(object):
         """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
         if self._state == "connecting" and self._connect_deadline is not None \
                 and events.clock() >= self._connect_deadline:
+            self._awaiting = None
             self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
             self._state = "failed"
             self._error = errno.ETIMEDOUT
+            return False
+        if self._awaiting is not None:
+            self._connect_awaited()
             return False
         if self._state == "listening":
             while len(self._accept_ops) + len(self._accepted) < self._backlog:
@@ -488,11 +500,33 @@ class TcpEndpoint(object):
             self._tx_free.append((token, txdata, fragment, completion))
             self._tx_inflight -= len(data)
             self._tx.unread(data)
-            if status != efi.EFI_OUT_OF_RESOURCES:  # that one: try again on the next update
+            if status != efi.EFI_OUT_OF_RESOURCES:
                 self._refused(status, "send")
+            else:
+                self._transmit_refused()
             return False
+        if self._tx_refused_since is not None:
+            self._tx_refused_since = None
+            _tx_retry.discard(self)
         events.check(op)
         return True
+
+    def _transmit_refused(self):
+        """EFI_OUT_OF_RESOURCES: try again from every progress(), whichever socket drives it
+        (issue 20 item 3: the data was accepted by send(), and the program may now wait on
+        another socket for the answer); after TX_REFUSED_LIMIT seconds the connection fails
+        with ENOBUFS, loudly, rather than hold the data for ever."""
+        now = events.clock()
+        if self._tx_refused_since is None:
+            self._tx_refused_since = now
+        elif now - self._tx_refused_since >= TX_REFUSED_LIMIT:
+            self._tx_refused_since = None
+            _tx_retry.discard(self)
+            self._tx.discard()
+            self._set_error(errno.ENOBUFS)
+            self._abort()
+            return
+        _tx_retry.add(self)
 
     def _post_accept(self):
         token = self._fam.TCP_LISTEN_TOKEN()
@@ -539,6 +573,7 @@ class TcpEndpoint(object):
         _live.discard(self)
         _dirty.discard(self)
         _rx_deferred.discard(self)
+        _tx_retry.discard(self)
         self._state = "closed"
 
     # --- the API -----------------------------------------------------------------------------
@@ -584,6 +619,14 @@ class TcpEndpoint(object):
         self._check_open()
         if self._state in ("connecting", "connected"):
             _fail(errno.EALREADY if self._state == "connecting" else errno.EISCONN, "connect")
+        if self._state == "failed" and self._handle is not None and not events.outstanding(self):
+            # A new attempt after a failed one was reported, as Linux allows: the child forgets
+            # the old peer (Configure(NULL)) and starts as a fresh one.
+            self._call("Configure", None)
+            self._configured = self._local = self._remote = None
+            self._dead = self._eof = False
+            self._error = 0
+            self._state = "fresh"
         if self._state not in ("fresh", "bound"):
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         host, port, info = self._address(address)
@@ -605,6 +648,34 @@ class TcpEndpoint(object):
         self._connect_deadline = events.clock() + (CONNECT_TIMEOUT if timeout is None else timeout)
         events.check(op)
         self._update()
+
+    def connect_later(self, address):
+        """A non-blocking connect whose address bring-up (DHCP, EFI_NO_MAPPING, SLAAC) is still
+        under way (issue 20 item 4): the endpoint reads as connecting at once, and every update
+        tries again without waiting, until the SYN goes out or the bring-up fails (its error
+        then is the connect's, as SO_ERROR)."""
+        self._check_open()
+        self._awaiting = (address, self._state)
+        self._state = "connecting"
+        self._connect_deadline = events.clock() + CONNECT_TIMEOUT
+
+    def _connect_awaited(self):
+        address, previous = self._awaiting
+        self._awaiting = None
+        self._state = previous
+        held = events.caller_deadline[0]
+        events.caller_deadline[0] = events.clock()  # never wait inside an update
+        try:
+            self.connect_start(address)
+        except (errors.error, efi.EFIException) as exc:
+            if isinstance(exc, errors.timeout) and not exc.errno:  # not ETIMEDOUT: our deadline
+                self._awaiting = (address, previous)  # still no address: stay connecting
+                self._state = "connecting"
+                return
+            self._state = "failed"
+            self._set_error(getattr(exc, "errno", None) or errno.EIO)
+        finally:
+            events.caller_deadline[0] = held
 
     def listen(self, backlog=EDK2_BACKLOG_RANGE[1]):
         """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +
@@ -742,6 +813,52 @@ class TcpEndpoint(object):
         self._update()
         return n
 
+    def send_urgent(self, data):
+        """send(MSG_OOB): up to TRANSMIT_CHUNK bytes of ``data`` in one Transmit with EFI's
+        Urgent flag, after everything queued before it: the urgent pointer ends with them, so the
+        last byte is what a peer reads with MSG_OOB (as Linux's). How many bytes, or None."""
+        self._check_open()
+        self._refresh()
+        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+            return self._cannot_send()
+        data = memoryview(data)[:TRANSMIT_CHUNK].tobytes()
+        if not data:
+            return 0
+        if self._tx.size or len(self._tx_ops) >= MAX_TRANSMITS or not self._post_urgent(data):
+            return None  # after the queued data, in order
+        return len(data)
+
+    def _post_urgent(self, data):
+        """One Transmit with Urgent=TRUE; its token is not recycled (_post_transmit's are Urgent=FALSE)."""
+        txdata = self._fam.TCP_TRANSMIT_DATA()
+        txdata.Push = txdata.Urgent = True
+        txdata.FragmentCount = 1
+        token = self._fam.TCP_IO_TOKEN()
+        token.Packet.TxData = ctypes.pointer(txdata)
+        fragment = txdata.FragmentTable[0]
+        completion = token.CompletionToken
+        txdata.DataLength = fragment.FragmentLength = len(data)
+        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
+        op = self._submit("txu", token, completion, keep=(txdata, data, fragment, completion))
+        self._tx_ops.append(op)
+        self._tx_inflight += len(data)
+        status = self._call("Transmit", ctypes.byref(token))
+        if status != efi.EFI_SUCCESS:
+            events.unsubmit(op)
+            self._tx_ops.remove(op)
+            self._tx_inflight -= len(data)
+            if status != efi.EFI_OUT_OF_RESOURCES:
+                self._refused(status, "send")
+            return False
+        events.check(op)
+        return True
+
+    def _done_tx_urgent(self, op):
+        self._tx_ops.remove(op)
+        self._tx_inflight -= op.keep[0].DataLength
+        if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
+            self._set_error(errors.errno_for(op.status, "send"))
+
     def _cannot_send(self):
         """send() on a connection that is not up: the pending error, EPIPE or ENOTCONN raised,
         or None (would block) while it is still connecting."""
@@ -752,7 +869,7 @@ class TcpEndpoint(object):
             _fail(errno.EPIPE, "send after shutdown or reset")
         if self._state == "connecting":
             return None
-        _fail(errno.ENOTCONN, "send")
+        _fail(errno.EPIPE, "send on a socket that is not connected")  # Linux sk_stream_wait_connect
 
     def shutdown(self, how):
         self._check_open()
@@ -828,6 +945,9 @@ class TcpEndpoint(object):
         if _dirty:
             for ep in list(_dirty):
                 ep._update()
+        if _tx_retry:  # refused Transmits (issue 20 item 3)
+            for ep in list(_tx_retry):
+                ep._update()
         if _closing or _reap_wanted:
             _reap_due()
 
@@ -860,6 +980,7 @@ class TcpEndpoint(object):
     connecting = property(lambda self: self._refresh() or self._state == "connecting")
     connected = property(lambda self: self._refresh() or self._state == "connected")
     listening = property(lambda self: self._state == "listening")
+    failed = property(lambda self: self._refresh() or self._state == "failed")
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)
     remote_address = property(lambda self: self._remote if self._state == "connected" else None)
@@ -905,7 +1026,8 @@ class TcpEndpoint(object):
 # What consumes each kind of completion (_consume): a table rather than getattr("_done_" + kind)
 # on every completion.
 _CONSUMERS = {"rx": TcpEndpoint._done_rx, "tx": TcpEndpoint._done_tx, "connect": TcpEndpoint._done_connect,
-              "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close}
+              "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close,
+              "txu": TcpEndpoint._done_tx_urgent}
 
 
 # --- the background closer (rule 4) -------------------------------------------------------------

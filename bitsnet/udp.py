@@ -135,6 +135,9 @@ class UdpEndpoint(object):
             if status != efi.EFI_NO_MAPPING or events.clock() >= deadline:
                 break
             # facts 3.7: UDP6 says EFI_NO_MAPPING until IP6 has a usable address; Configure again.
+            caller = events.caller_deadline[0]
+            if caller is not None and events.clock() >= caller:
+                raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
             events.boot_services().Stall(10000)
         if status == efi.EFI_ACCESS_DENIED:
             # Udp4Dxe (facts 4.2): a port clash is EFI_ACCESS_DENIED.

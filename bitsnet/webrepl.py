@@ -8,8 +8,9 @@ interpreter: one persistent namespace, multi-line blocks, tracebacks, history on
 Ctrl-C / the Interrupt button, ``exit()`` to stop the server and return to the boot prompt.
 
 Contents: ``make_token``, ``token_source``, ``tokens_equal`` (the access check), ``Transcript`` (the console
-text), ``ReplConsole`` (``bitsnet.console.Console`` that defers running), ``ReplServer``
-(``HTTPServer`` driven by our own select loop), ``main``. It imports nothing BITS lacks (no
+text), ``check_source`` (input bounds), ``ReplConsole`` (``bitsnet.console.Console`` that defers running),
+``parse_head``/``Request``/``host_allowed`` (HTTP), ``ReplServer`` (the listening socket, driven by our
+own select loop), ``WebRepl`` (admission, routes, the loop), ``main``. It imports nothing BITS lacks (no
 ``code``, ``codeop``, ``ast``, ``io``, ``hmac``, ``random``, ``os.urandom``).
 
 Design -- how one thread serves HTTP while arbitrary user code runs
@@ -21,10 +22,10 @@ Rule 1: every request is answered at once. ``POST /push`` only *compiles* the li
     complete code is queued and answered "running". The browser then polls ``GET /poll`` for
     output and state. No response ever waits for user code.
 Rule 2: the select loop (``ReplServer.service``) owns all sockets, non-blocking. A connection
-    is read into a buffer until a whole request (headers + Content-Length body) is there, then
-    handed to a ``BaseHTTPRequestHandler`` over in-memory files; the response is written back as
-    the socket accepts it. A connection that has not completed its request and taken its
-    response within ``CLIENT_TIMEOUT`` is dropped, so a broken or slow client never stalls us.
+    is read into a buffer until its request head is there (``MAX_HEADER``), which our own small
+    parser reads (``parse_head``: HTTP/1.x, origin-form paths only; anything else is a 400 at
+    once, never an exception); then Rule 5 admits it or answers it; an admitted request's body
+    is read, the route runs, and the response is written back as the socket accepts it.
 Rule 3: queued code runs from the top of the loop with ``sys.settrace`` installed. The line
     tracer counts events; every ``TICKS`` events it reads the clock and, at most every
     ``SERVICE_INTERVAL``, runs ``service(0)``: polls are answered (with the output so far),
@@ -32,6 +33,23 @@ Rule 3: queued code runs from the top of the loop with ``sys.settrace`` installe
 Rule 4: never re-enter the network stack: the loop is not serviced while any frame between the
     user's code and the tracer belongs to bitsnet or efi (the user's own socket calls), and
     frames of those modules are not traced at all.
+
+Rule 5: nothing of a request is looked at beyond its head before the token: the token is
+    checked first, then Host and Origin (``host_allowed``: an IP literal, localhost, or a name
+    given with ``--allow-host``, so DNS rebinding fails; an Origin must be the page's own), then
+    the announced body length; only then is the body read. Refusals are answered at once (the
+    body is never read) and logged at a bounded rate (``LOG_BURST`` per ``LOG_WINDOW``), as are
+    our own faults, whose tracebacks go to the browser (500) when a request caused them. Slots:
+    ``MAX_CONNECTIONS``; a connection has ``HEADER_TIMEOUT`` to send its head, and when the slots
+    are full the oldest connection without the token (that has been read at least once) is
+    dropped for a new one, so idle or slow clients (slowloris) cannot keep a real one out; an
+    admitted connection has ``CLIENT_TIMEOUT`` to finish.
+Rule 6: input is bounded before it is compiled (``check_source``): line and block sizes, and an
+    estimate of the compiler's recursion (brackets, operator/attribute/call chains,
+    indentation) within ``MAX_DEPTH``, so no input can overflow BITS's 128 KiB C stack (it has
+    no guard page) or make 2.7 segfault; and BITS's compiler abort on long lines is avoided by
+    ``MAX_LINE_WEIGHT``. Any exception of the REPL's own code reaches the browser, never the
+    loop.
 
 Limits that follow: code blocked inside one C call (``time.sleep(60)``, a blocking socket
 wait, ``sum(range(10**10))``) is neither interruptible nor served until the call returns; code
@@ -44,11 +62,14 @@ signals; a periodic firmware timer whose notify function makes a ``Py_AddPending
 ``events.py`` that does not exist yet.
 
 Access: every request must carry the token (header ``X-Repl-Token`` or query ``token``),
-compared in constant time; otherwise 403 and nothing runs. The token and session ids come from
-``bitsnet.entropy``; the console says which source that was, and warns when it is not a strong
-one (BITS on a board without an RNG protocol or RDRAND: pass ``--token`` then). Only one browser session at a time:
-``POST /session`` claims the console, a second claim gets 409 with a message saying why; a session
-without contact for ``SESSION_IDLE`` seconds (the page beats every 2 s) may be taken over.
+compared in constant time; otherwise 403 and nothing runs (Rule 5). The URL with the token is
+printed on the firmware console; a netconsole mirroring it shows a mask instead
+(``bitsnet.netconsole.add_secret``): the token never crosses the network in clear from here.
+The token and session ids come from ``bitsnet.entropy``; the console says which source that
+was, and warns when it is not a strong one (BITS on a board without an RNG protocol or
+RDRAND: pass ``--token`` then). Only one browser session at a time: ``POST /session`` claims
+the console, a second claim gets 409 with a message saying why; a session without contact
+for ``SESSION_IDLE`` seconds (the page beats every 2 s) may be taken over.
 Responses are plain text with ``X-Repl-*`` headers (BITS ships no ``json``).
 """
 
@@ -56,19 +77,16 @@ from __future__ import absolute_import, print_function
 
 import errno
 import linecache
+import re
 import socket
 import sys
 import time
 import traceback
 
 try:
-    from http.server import BaseHTTPRequestHandler, HTTPServer
     from socketserver import TCPServer
-    from urllib.parse import parse_qs, urlsplit
 except ImportError:  # Python 2.7
-    from BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer  # type: ignore
     from SocketServer import TCPServer  # type: ignore
-    from urlparse import parse_qs, urlsplit  # type: ignore
 
 import select
 
@@ -91,11 +109,23 @@ TOKEN_BYTES = 16  # 128 bits: unguessable over any network a firmware console si
 TICKS = 1000  # trace events between clock reads: keeps the tracer's cost to one decrement per line
 SERVICE_INTERVAL = 0.05  # s between HTTP services while code runs: polls see output within ~50 ms
 IDLE_WAIT = 0.25  # s one select waits while idle (the loop also checks deadlines this often)
-CLIENT_TIMEOUT = 10.0  # s for a connection to send its request and take its response
+HEADER_TIMEOUT = 3.0  # s from accept to a complete request head; idle and slow clients go (Rule 5)
+CLIENT_TIMEOUT = 10.0  # s for an admitted request (right token) to send its body and take its response
 SESSION_IDLE = 10.0  # s without contact after which another browser may take the console
 MAX_CONNECTIONS = 16  # more wait in the listen backlog: bounded work per service
-MAX_HEADER = 16 * 1024
-MAX_BODY = 1024 * 1024  # a pasted script of 1 MiB is plenty
+LISTEN_BACKLOG = 128  # a flood of connections waits here, not in SYN retries of a full queue
+ACCEPTS_PER_ROUND = 8  # connections accepted per select round (each may evict an older one)
+EVICT_GRACE = 0.05  # s a connection without the token is safe from eviction: a client sends its head at once
+MAX_HEADER = 8 * 1024  # request line and headers
+MAX_BODY = 64 * 1024  # one pushed line (the page pushes a paste line by line)
+LOG_BURST = 5  # console lines about refusals (and, separately, our own faults) ...
+LOG_WINDOW = 10.0  # ... per this many seconds; the rest are counted
+# Input bounds, checked before compiling (Rule 6):
+MAX_LINE = 64 * 1024  # characters in one pushed line
+MAX_BLOCK = 64 * 1024  # characters in one block (a statement typed over several lines)
+MAX_BLOCK_LINES = 500  # lines in one block
+MAX_DEPTH = 100  # expression nesting estimate: brackets, operator chains, indentation
+MAX_LINE_WEIGHT = 200  # estimated bytecode bytes of one physical line (BITS's peephole: < 255)
 TRANSCRIPT_LIMIT = 1024 * 1024  # characters of console text kept for polls and page reloads
 STOP_GRACE = 1.5  # s the server keeps answering after exit() so the page sees "closed"
 _UNTRACED = ("bitsnet", "efi", "_efi", "efisim")  # module name prefixes: network stack (Rule 4)
@@ -213,6 +243,109 @@ class _NoInput(object):
         return False
 
 
+# --------------------------------------------------------------------------- input bounds (Rule 6)
+# A rough tokenizer in one regular expression (the scan runs in C): strings (also unterminated
+# ones still being typed), comments, line continuations, newlines with the next line's
+# indentation, names, numbers, brackets, separators and operators. Exactness is not needed:
+# the estimate only has to be at least what the compiler will recurse through.
+_SCAN = re.compile(r"""
+ (?P<str>[rRbBuUfF]{0,2}(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)
+                         |'(?:\\.|[^\\'\n])*'?|"(?:\\.|[^\\"\n])*"?))
+|(?P<comment>\#[^\n]*)
+|(?P<cont>\\\r?\n)
+|(?P<nl>\r?\n(?P<indent>[ \t\f]*))
+|(?P<name>[^\W\d]\w*)
+|(?P<num>\d[\w.]*|\.\d[\w]*)
+|(?P<open>[(\[{])
+|(?P<close>[)\]}])
+|(?P<sep>[,;]|=(?!=))
+|(?P<cmp>[<>]=?|[=!]=)
+|(?P<op>\*\*=?|//=?|<<=?|>>=?|->|:=|[-+*/%@&|^~.:]=?|!)
+|(?P<space>[ \t\f]+)
+""", re.VERBOSE | re.UNICODE)
+_OPERATOR_WORDS = frozenset(["and", "or", "not", "in", "is", "if", "else", "lambda", "await", "yield", "for"])
+_COMPARE_WORDS = frozenset(["in", "is"])
+
+
+def check_source(source):
+    """None if ``source`` (a block being typed) is safe to compile, else why not.
+
+    Compiling recurses in C once per level of nesting: every bracket, every operator of a
+    chain (``1+1+...`` is a left-nested tree), every attribute/call/subscript of a chain,
+    every indented block. BITS's C stack is 128 KiB with no guard page (docs/bits-environment.md
+    section 11): too deep a source silently overwrites firmware memory there, and 2.7 on a host
+    segfaults. The estimate is the sum, over the open brackets, of the operators seen at that
+    level since its last separator (``,`` ``;`` ``=`` or the end of a logical line), plus the
+    open brackets and the indentation depth; it must stay within ``MAX_DEPTH``. And BITS's
+    compiler aborts on a line whose bytecode reaches 255 bytes (its peephole assertion,
+    docs/bits-environment.md section 9): a physical line's estimated bytecode (3 bytes per
+    name, number, string or bracket, 9 per comparison, 1 per other operator) must stay within
+    ``MAX_LINE_WEIGHT``. Margin measured on the host: the deepest input of each kind that passes
+    (brackets, operator, unary, attribute, call, lambda, conditional, power chains, nested
+    blocks) compiles under CPython 2.7 with its C stack limited to 64 KiB (``ulimit -s 64``)."""
+    if len(source) > MAX_BLOCK:
+        return "a block of more than %d characters" % MAX_BLOCK
+    if source.count("\n") >= MAX_BLOCK_LINES:
+        return "a block of more than %d lines" % MAX_BLOCK_LINES
+    chains = [0]  # operators since the last separator, per open bracket level (0: none open)
+    indents = [0]
+    depth = weight = line = 0
+    pending_indent = None
+    position = 0
+    while position < len(source):
+        match = _SCAN.match(source, position)
+        if match is None:
+            position += 1  # a character no rule knows ($, ?, a stray backslash): costs nothing
+            continue
+        position = match.end()
+        kind = match.lastgroup
+        if kind == "indent":
+            kind = "nl"
+        if kind in ("space", "comment", "cont"):
+            continue
+        if kind == "nl":
+            line += 1
+            weight = 0
+            if len(chains) == 1:  # the end of a logical line
+                chains[0] = 0
+                pending_indent = match.group("indent").expandtabs(8).replace("\f", "")
+            continue
+        if pending_indent is not None:  # the first token of a logical line: its indentation
+            width = len(pending_indent)
+            while width < indents[-1]:
+                indents.pop()
+            if width > indents[-1]:
+                indents.append(width)
+            pending_indent = None
+        text = match.group(kind)
+        if kind == "name" and text in _OPERATOR_WORDS:
+            kind = "cmp" if text in _COMPARE_WORDS else "op"
+        if kind in ("name", "num", "str"):
+            weight += 3
+            line += text.count("\n")  # a string over several lines
+        elif kind == "open":
+            weight += 3
+            chains[-1] += 1  # a call, subscript or display nests like an operator
+            chains.append(0)
+        elif kind == "close":
+            if len(chains) > 1:
+                chains.pop()
+        elif kind == "sep":
+            chains[-1] = 0
+        else:  # "op", "cmp"
+            weight += 9 if kind == "cmp" else 1
+            chains[-1] += 1
+        depth = sum(chains) + len(chains) - 1 + len(indents) - 1
+        if depth > MAX_DEPTH:
+            return ("nesting deeper than %d levels (brackets, a chain of operators, attributes or calls, "
+                    "indented blocks) near line %d: too deep for BITS's 128 KiB C stack; split it into "
+                    "several statements" % (MAX_DEPTH, line + 1))
+        if weight > MAX_LINE_WEIGHT:
+            return ("line %d is too long for BITS's compiler (about 40 names or constants per line at most): "
+                    "split it over several lines" % (line + 1))
+    return None
+
+
 # --------------------------------------------------------------------------- interpreter
 class ReplConsole(_console.Console):
     """The interactive interpreter with compiling and running split apart (Rule 1)."""
@@ -229,20 +362,36 @@ class ReplConsole(_console.Console):
     def push_line(self, line):
         """Add one line; returns compiled code ready to run, or None (more input needed, or a
         syntax error, already written)."""
+        if len(line) > MAX_LINE:
+            self.transcript.write(self.prompt() + line[:80] + "[... %d characters]\n" % (len(line) - 80))
+            return self._refuse("a line of more than %d characters" % MAX_LINE)
         self.transcript.write(self.prompt() + line + "\n")
         self.buffer.append(line)
         source = "\n".join(self.buffer)
+        why = check_source(source)
+        if why is not None:
+            return self._refuse(why)
         try:
             compiled = self.compile(source, self.filename, "single")
         except (OverflowError, SyntaxError, ValueError):
             self.resetbuffer()
             self.showsyntaxerror(self.filename)
             return None
+        except Exception as exc:  # MemoryError, RecursionError... whatever slipped past the bounds
+            self.resetbuffer()
+            self.write("%s: %s (while compiling)\n" % (type(exc).__name__, exc))
+            return None
         if compiled is not None:
             self.resetbuffer()
             if not PY2:
                 compiled = self._traceable(source, compiled)
         return compiled
+
+    def _refuse(self, why):
+        """Drop the block being typed, as a syntax error does, saying why (Rule 6)."""
+        self.resetbuffer()
+        self.write("InputRefused: %s; nothing was compiled or run\n" % why)
+        return None
 
     def _traceable(self, source, compiled):
         """CPython 3 compiles a loop whose body is a ``pass`` on the loop's own line
@@ -316,162 +465,225 @@ _RUN_CODE = getattr(ReplConsole.run_compiled, "__func__", ReplConsole.run_compil
 
 
 # --------------------------------------------------------------------------- HTTP
-class _Connection(object):
-    """One client socket: bytes in until a request is complete, response bytes out (Rule 2)."""
+class BadRequest(Exception):
+    """A request refused before it reaches the application: (status, reason)."""
 
-    def __init__(self, sock, address, now):
-        self.sock = sock
-        self.address = address
-        self.inbuf = b""
-        self.outbuf = b""
-        self.answered = False
-        self.deadline = now + CLIENT_TIMEOUT
-
-    def complete_request(self):
-        """The raw request once headers and body are all here, else None; ValueError if bad."""
-        end = self.inbuf.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self.inbuf) > MAX_HEADER:
-                raise ValueError("request header too large")
-            return None
-        length = 0
-        for line in self.inbuf[:end].split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                length = int(value.strip())
-            elif name == b"transfer-encoding":
-                raise ValueError("chunked bodies are not supported")
-        if length < 0 or length > MAX_BODY:
-            raise ValueError("request body too large")
-        if len(self.inbuf) < end + 4 + length:
-            return None
-        return self.inbuf[:end + 4 + length]
+    def __init__(self, status, reason):
+        Exception.__init__(self, status, reason)
+        self.status, self.reason = status, reason
 
 
-class _Bytes(object):
-    """An in-memory binary file: the request for the handler to read, its response written.
-    BITS has no ``io`` (docs/bits-environment.md section 2); this one class serves both
-    Pythons, so the host tests run the code path BITS runs."""
-
-    def __init__(self, data=b""):
-        self._data = data
-        self._pos = 0
-        self._out = []  # type: list
-
-    def readline(self, limit=-1):
-        end = self._data.find(b"\n", self._pos)
-        end = len(self._data) if end < 0 else end + 1
-        if limit is not None and limit >= 0:
-            end = min(end, self._pos + limit)
-        line, self._pos = self._data[self._pos:end], end
-        return line
-
-    def read(self, size=-1):
-        end = len(self._data) if size is None or size < 0 else min(len(self._data), self._pos + size)
-        data, self._pos = self._data[self._pos:end], end
-        return data
-
-    def write(self, data):
-        self._out.append(bytes(data))
-        return len(data)
-
-    def flush(self):
-        pass
-
-    def getvalue(self):
-        return b"".join(self._out)
+_METHODS = ("GET", "POST", "HEAD")
+# RFC 9110 5.6.2 token characters: what a header name may hold.
+_TCHAR = frozenset(bytearray(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+_SINGLE = ("host", "origin", "content-length", "x-repl-token", "x-repl-session")  # at most once each
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+            409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+            505: "HTTP Version Not Supported"}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """Standard request parsing and response formatting over in-memory files (Rule 2)."""
-    protocol_version = "HTTP/1.0"  # one request per connection: nothing to keep track of
-    server_version = "bitsnet-webrepl"
+def _printable(data):
+    return all(0x21 <= b < 0x7f for b in bytearray(data))
 
-    def __init__(self, raw, client_address, server):  # pylint: disable=super-init-not-called
-        # BaseRequestHandler.__init__ would read from a socket; the request is already here.
-        self.request = None
+
+def parse_head(head):
+    """(method, target, version, {lower-case name: value}) from the bytes before the blank
+    line, all native ``str``; BadRequest for anything but plain HTTP/1.x in origin form
+    (``/path?query``): no absolute URLs, no ``//``, no control bytes, no folded or repeated
+    headers. Nothing here can raise anything else, whatever the bytes."""
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not all(parts) or not all(_printable(p) for p in parts):
+        raise BadRequest(400, "malformed request line")
+    method, target, version = [p.decode("ascii") for p in parts]
+    if version not in ("HTTP/1.0", "HTTP/1.1"):
+        raise BadRequest(505 if version.startswith("HTTP/") else 400, "only HTTP/1.0 and HTTP/1.1")
+    if method not in _METHODS:
+        raise BadRequest(501 if method.isalpha() else 400, "method not supported")
+    if not target.startswith("/") or target.startswith("//"):
+        raise BadRequest(400, "the request target must be a path (origin form)")
+    headers = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or not all(c in _TCHAR for c in bytearray(name)):
+            raise BadRequest(400, "malformed header line")
+        name = name.decode("ascii").lower()
+        value = value.strip(b" \t")
+        if any(b < 0x20 and b != 0x09 or b == 0x7f for b in bytearray(value)):
+            raise BadRequest(400, "control character in a header")
+        text = value.decode("latin-1")
+        if name in headers:
+            if name in _SINGLE:
+                raise BadRequest(400, "repeated %s header" % name)
+            text = headers[name] + ", " + text
+        headers[name] = text
+    return method, target, version, headers
+
+
+def parse_query(query):
+    """{name: value} of ``a=1&b=2`` (the first of a repeated name; no percent-decoding: every
+    value the REPL takes is hex or decimal, and a token sent encoded simply does not match)."""
+    params = {}
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        params.setdefault(name, value)
+    return params
+
+
+class Request(object):
+    """One parsed request: what the routes look at, and ``reply`` to answer it."""
+
+    def __init__(self, method, target, version, headers, client_address):
+        self.command = method
+        self.target = target
+        self.version = version
+        self.path, _, query = target.partition("?")
+        self.query = parse_query(query)
+        self.headers = headers
         self.client_address = client_address
-        self.server = server
-        self.rfile = _Bytes(raw)
-        self.wfile = _Bytes()
-        self.close_connection = True
-        self.handle_one_request()
-        if hasattr(self, "_headers_buffer") and self._headers_buffer:
-            self.flush_headers()
+        self.body = b""
+        self.response = None  # type: bytes
 
-    def do_GET(self):
-        self.server.app.dispatch(self)
+    def header(self, name):
+        return self.headers.get(name.lower(), "")
 
-    do_POST = do_GET
-
-    def address_string(self):
-        return self.client_address[0]  # 2.7 would ask DNS
-
-    def log_message(self, *args):
-        pass  # the firmware console is for the URL and real events, not an access log
+    def param(self, name, default=""):
+        return self.query.get(name, default)
 
     def reply(self, status, body=b"", content_type="text/plain; charset=utf-8", headers=()):
-        if not isinstance(body, bytes):
-            body = body.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Referrer-Policy", "no-referrer")  # the token is in the page's URL
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Connection", "close")
-        for name, value in headers:
-            self.send_header(name, str(value))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.response = http_response(status, body, content_type, headers, self.command == "HEAD")
 
 
-class ReplServer(HTTPServer):
-    """HTTPServer for binding and request classes; the loop is ours (Rules 2-4)."""
+def http_response(status, body=b"", content_type="text/plain; charset=utf-8", headers=(), head_only=False):
+    """The bytes of one HTTP/1.0 response (one request per connection: nothing to keep)."""
+    if not isinstance(body, bytes):
+        body = body.encode("utf-8")
+    lines = ["HTTP/1.0 %d %s" % (status, _REASONS.get(status, "Error")),
+             "Server: bitsnet-webrepl",
+             "Content-Type: " + content_type,
+             "Content-Length: %d" % len(body),
+             "Cache-Control: no-store",
+             "Referrer-Policy: no-referrer",  # the token is in the page's URL
+             "X-Content-Type-Options: nosniff",
+             "X-Frame-Options: DENY",  # no framing: no clicks on the console through another page
+             "Content-Security-Policy: frame-ancestors 'none'",
+             "Connection: close"]
+    lines += ["%s: %s" % (name, value) for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (b"" if head_only else body)
+
+
+def host_allowed(host, extra=()):
+    """Whether a Host header names this machine in a way DNS rebinding cannot produce: an IP
+    literal (IPv4 dotted quad, or IPv6 in brackets), ``localhost``, or a name the operator
+    allowed (``--allow-host``). A rebinding attack needs the browser to send a name the
+    attacker controls; a port forward (QEMU hostfwd, ssh -L) keeps an IP literal or localhost."""
+    if host.startswith("["):
+        literal, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return False
+        return bool(literal) and all(c in "0123456789abcdefABCDEF:." for c in literal) and ":" in literal
+    name, colon, port = host.partition(":")
+    if colon and not port.isdigit():
+        return False
+    name = name.lower().rstrip(".")
+    if name == "localhost" or name in extra:
+        return True
+    parts = name.split(".")
+    return len(parts) == 4 and all(p.isdigit() and len(p) <= 3 and int(p) < 256 for p in parts)
+
+
+class _Connection(object):
+    """One client socket: its request head, then (once admitted) its body, then the response
+    (Rule 2). ``trusted`` once the head carried the right token: only such a connection is
+    given CLIENT_TIMEOUT and kept when the slots are full (Rule 5)."""
+
+    def __init__(self, sock, address, now, serial):
+        self.sock = sock
+        self.address = address
+        self.serial = serial  # accept order: the oldest untrusted connection is evicted first
+        self.inbuf = b""
+        self.outbuf = b""
+        self.request = None  # type: Request
+        self.length = 0  # body bytes the admitted request announced
+        self.answered = False
+        self.trusted = False
+        self.selected = False  # it has been in one select since it was accepted
+        self.accepted = now
+        self.deadline = now + HEADER_TIMEOUT
+
+
+class ReplServer(TCPServer):
+    """The listening socket (TCPServer binds and listens); the loop is ours (Rules 2-5)."""
+    request_queue_size = LISTEN_BACKLOG  # connections waiting to be accepted while we evict
+    allow_reuse_address = True
 
     def __init__(self, address, app):
         self.app = app
         self.connections = []  # type: list
-        HTTPServer.__init__(self, address, _Handler)
+        self._serial = 0
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.address_family = family
+        TCPServer.__init__(self, address, None)
         self.socket.setblocking(False)
 
-    def server_bind(self):
-        # HTTPServer.server_bind also asks DNS for our name (getfqdn), which a firmware may
-        # not answer for a long time; the name is not needed.
-        TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
     def service(self, timeout):
-        """One select round: accept, read, answer, write, expire (never blocks past timeout)."""
+        """One select round: read, answer, write, expire, then accept (never blocks past
+        timeout). Accepting last lets a connection accepted last round be read before it
+        can be evicted."""
         readers = [c.sock for c in self.connections if not c.answered]
-        if len(self.connections) < MAX_CONNECTIONS:
+        if len(self.connections) < MAX_CONNECTIONS or self._evictable():
             readers.append(self.socket)
+        else:  # full: look again when the oldest connection without the token may be evicted
+            waiting = [c.accepted for c in self.connections if not c.trusted]
+            if waiting:
+                timeout = max(0.0, min(timeout, min(waiting) + EVICT_GRACE - _clock()))
         writers = [c.sock for c in self.connections if c.outbuf]
         readable, writable, _ = select.select(readers, writers, [], timeout)
         now = _clock()
-        if self.socket in readable:
-            self._accept(now)
         for conn in list(self.connections):
+            conn.selected = True
             if conn.sock in readable:
-                self._read(conn)
-            if conn.sock in writable or (conn.answered and conn.outbuf):
+                self._read(conn, now)
+            if conn in self.connections and (conn.sock in writable or (conn.answered and conn.outbuf)):
                 self._write(conn)
             if conn in self.connections and now > conn.deadline:
                 self._drop(conn)
+        if self.socket in readable:
+            self._accept(now)
+
+    def _evictable(self, now=None):
+        """The oldest connection without the token that has had its chance to send its head
+        (``EVICT_GRACE``, and one select since it was accepted)."""
+        before = (_clock() if now is None else now) - EVICT_GRACE
+        candidates = [c for c in self.connections if not c.trusted and c.selected and c.accepted <= before]
+        return min(candidates, key=lambda c: c.serial) if candidates else None
 
     def _accept(self, now):
-        try:
-            sock, address = self.socket.accept()
-        except socket.error as exc:
-            if exc.args and exc.args[0] in _WOULD_BLOCK:
-                return
-            raise
-        sock.setblocking(False)
-        self.connections.append(_Connection(sock, address, now))
+        for _ in range(ACCEPTS_PER_ROUND):
+            if len(self.connections) >= MAX_CONNECTIONS:
+                victim = self._evictable(now)
+                if victim is None:
+                    return
+                self.app.evicted += 1
+                self._drop(victim)
+            try:
+                sock, address = self.socket.accept()
+            except socket.error as exc:
+                if exc.args and exc.args[0] in _WOULD_BLOCK:
+                    return
+                raise
+            try:
+                sock.setblocking(False)
+            except socket.error:
+                sock.close()
+                continue
+            self._serial += 1
+            conn = _Connection(sock, address, now, self._serial)
+            self.connections.append(conn)
+            self._read(conn, now)  # a client that waited in the backlog has sent its head by now
 
-    def _read(self, conn):
+    def _read(self, conn, now):
         try:
             data = conn.sock.recv(65536)
         except socket.error as exc:
@@ -481,17 +693,34 @@ class ReplServer(HTTPServer):
         if not data:
             return self._drop(conn)
         conn.inbuf += data
-        try:
-            raw = conn.complete_request()
-        except ValueError as exc:
-            conn.outbuf = ("HTTP/1.0 400 Bad Request\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
-                           % (len(str(exc)), exc)).encode("ascii")
-            conn.answered = True
+        if conn.request is None:
+            end = conn.inbuf.find(b"\r\n\r\n")
+            if end < 0 or end > MAX_HEADER:
+                if len(conn.inbuf) > MAX_HEADER:
+                    self._refuse(conn, BadRequest(431, "request head larger than %d bytes" % MAX_HEADER))
+                return
+            head, conn.inbuf = conn.inbuf[:end], conn.inbuf[end + 4:]
+            request = None
+            try:
+                request = Request(*(parse_head(head) + (conn.address,)))
+                conn.length = self.app.admit(request)  # the token first, then the rest
+            except BadRequest as exc:
+                exc.request = request
+                return self._refuse(conn, exc)
+            conn.request, conn.trusted, conn.deadline = request, True, now + CLIENT_TIMEOUT
+        if len(conn.inbuf) < conn.length:
             return
-        if raw is not None:
-            conn.answered = True
-            handler = _Handler(raw, conn.address, self)
-            conn.outbuf = handler.wfile.getvalue()
+        conn.request.body, conn.inbuf = conn.inbuf[:conn.length], b""
+        conn.outbuf = self.app.handle(conn.request)
+        conn.answered = True
+
+    def _refuse(self, conn, exc):
+        """Answer at once and read no more: the body of a refused request is never read."""
+        self.app.refused(conn.address, exc)
+        conn.outbuf = http_response(exc.status, "%d %s: %s\n" % (exc.status, _REASONS.get(exc.status, "Error"),
+                                                                 exc.reason))
+        conn.answered = True
+        conn.inbuf = b""
 
     def _write(self, conn):
         try:
@@ -515,7 +744,31 @@ class ReplServer(HTTPServer):
     def server_close(self):
         for conn in list(self.connections):
             self._drop(conn)
-        HTTPServer.server_close(self)
+        TCPServer.server_close(self)
+
+
+class _RateLimited(object):
+    """Console lines at a bounded rate: ``LOG_BURST`` per ``LOG_WINDOW`` seconds; the lines
+    held back are counted and the next line let through says how many."""
+
+    def __init__(self, write):
+        self._write = write
+        self._window_end = 0.0
+        self._used = 0
+        self.suppressed = 0
+
+    def __call__(self, text):
+        now = _clock()
+        if now >= self._window_end:
+            self._window_end, self._used = now + LOG_WINDOW, 0
+        if self._used >= LOG_BURST:
+            self.suppressed += 1
+            return
+        self._used += 1
+        if self.suppressed:
+            text += " [%d similar lines not shown]" % self.suppressed
+            self.suppressed = 0
+        self._write(text)
 
 
 # --------------------------------------------------------------------------- the application
@@ -531,10 +784,13 @@ class _Session(object):
 class WebRepl(object):
     """The console's state and its HTTP routes; ``serve()`` is the main loop."""
 
-    def __init__(self, bind="", port=DEFAULT_PORT, token=None, console=None):
+    def __init__(self, bind="", port=DEFAULT_PORT, token=None, console=None, allow_hosts=()):
         self.console = console or sys.stdout  # the firmware console, kept while runs capture
         self.token = token or make_token()
         self.token_source = "--token" if token else token_source()
+        self.allow_hosts = tuple(h.lower().rstrip(".") for h in allow_hosts)
+        from bitsnet import netconsole
+        netconsole.add_secret(self.token)  # the console mirrored over the network shows a mask instead
         self.transcript = Transcript()
         self.interpreter = ReplConsole(self.transcript)
         self.session = None  # type: _Session
@@ -542,7 +798,11 @@ class WebRepl(object):
         self.running = False
         self.interrupt_requested = False
         self.stopping = False
-        self.denied = 0
+        self.denied = 0  # requests refused (any reason)
+        self.evicted = 0  # connections without the token dropped to make room (Rule 5)
+        self.errors = 0  # faults of our own while serving
+        self._refusal_log = _RateLimited(self.log)
+        self._error_log = _RateLimited(self.log)
         self._next_service = 0.0
         self.server = ReplServer((bind, port), self)
         self.transcript.write("Python %s on bitsnet webrepl\n" % sys.version.split()[0])
@@ -550,8 +810,14 @@ class WebRepl(object):
 
     # ---- console output
     def log(self, message):
+        if not isinstance(message, str):  # 2.7 unicode (header text): BITS's console takes ASCII only
+            message = message.encode("ascii", "backslashreplace")
+        elif not PY2:
+            message = message.encode("ascii", "backslashreplace").decode("ascii")  # no raw bytes from a peer
         self.console.write("webrepl: %s\n" % message)
-        self.console.flush()
+        flush = getattr(self.console, "flush", None)  # BITS's console object may have no flush
+        if flush is not None:
+            flush()
 
     def url(self):
         host, port = self.server.server_address[:2]
@@ -580,7 +846,8 @@ class WebRepl(object):
         try:
             self.server.service(timeout)
         except Exception:  # a fault in serving must not reach the user's code or end the loop
-            self.log("error while serving:\n" + traceback.format_exc())
+            self.errors += 1
+            self._error_log("error while serving (%d so far):\n%s" % (self.errors, traceback.format_exc().rstrip()))
 
     def _run(self, compiled):
         saved = sys.stdin, sys.stdout, sys.stderr
@@ -636,31 +903,75 @@ class WebRepl(object):
             self.interpreter.raised_by_tracer = True
             raise KeyboardInterrupt
 
-    # ---- routes
-    def dispatch(self, request):
-        parts = urlsplit(request.path)
-        query = parse_qs(parts.query)
-        token = request.headers.get("X-Repl-Token") or (query.get("token") or [""])[0]
+    # ---- admission (Rule 5), then routes
+    def admit(self, request):
+        """Whether a request head may go on: the token before anything else, then Host and
+        Origin (DNS rebinding, cross-site pages), then the body's announced length, which is
+        returned. Raises BadRequest; nothing of the request has run or been buffered beyond
+        its head."""
+        token = request.header("X-Repl-Token") or request.param("token")
         if not tokens_equal(token, self.token):
-            self.denied += 1
-            if self.denied <= 3 or self.denied % 100 == 0:
-                self.log("refused %s %s from %s: wrong or missing token (%d so far)"
-                         % (request.command, parts.path, request.client_address[0], self.denied))
-            return request.reply(403, "403 Forbidden: wrong or missing access token; open the URL printed on the "
-                                      "firmware console.\n")
-        path = parts.path
-        if path == "/" and request.command == "GET":
+            raise BadRequest(403, "wrong or missing access token; open the URL printed on the firmware console")
+        host = request.header("Host")
+        if not host and request.version != "HTTP/1.0":
+            raise BadRequest(400, "no Host header")
+        if host and not host_allowed(host, self.allow_hosts):
+            raise BadRequest(403, "Host %s is not an address of this machine (--allow-host NAME allows a name)"
+                             % host[:80])
+        origin = request.header("Origin")
+        if origin and origin.lower() != "http://" + host.lower():
+            raise BadRequest(403, "a request from another origin (%s)" % origin[:80])
+        if request.header("Sec-Fetch-Site") == "cross-site":
+            raise BadRequest(403, "a request from another site")
+        if "transfer-encoding" in request.headers:
+            raise BadRequest(501, "chunked bodies are not supported")
+        length = request.headers.get("content-length", "0")
+        if not length.isdigit() or len(length) > 9:
+            raise BadRequest(400, "bad Content-Length")
+        if int(length) > MAX_BODY:
+            raise BadRequest(413, "a body larger than %d bytes" % MAX_BODY)
+        return int(length)
+
+    def refused(self, address, exc):
+        """Count a refusal and log it at a bounded rate (never a traceback: nothing failed)."""
+        self.denied += 1
+        request = getattr(exc, "request", None)
+        what = "%s %s" % (request.command, request.path[:60]) if request is not None else "a request"
+        self._refusal_log("refused %s from %s: %d %s (%d refused so far)"
+                          % (what, address[0], exc.status, exc.reason, self.denied))
+
+    def handle(self, request):
+        """The response bytes for an admitted request. A fault of ours is answered 500 with its
+        traceback (the browser shows it), logged at a bounded rate, and serving goes on."""
+        try:
+            self.dispatch(request)
+        except Exception:
+            self.errors += 1
+            text = traceback.format_exc()
+            self._error_log("error answering %s %s (%d so far): %s"
+                            % (request.command, request.path[:60], self.errors, text.rstrip().splitlines()[-1]))
+            request.reply(500, "500: the web REPL failed on this request; it keeps serving.\n" + text)
+        if request.response is None:
+            request.reply(500, "500: no response\n")
+        return request.response
+
+    def dispatch(self, request):
+        path = request.path
+        if path == "/" and request.command in ("GET", "HEAD"):
             return request.reply(200, PAGE, "text/html; charset=utf-8")
         if path == "/session" and request.command == "POST":
             return self._claim(request)
-        ident = request.headers.get("X-Repl-Session") or (query.get("session") or [""])[0]
+        ident = request.header("X-Repl-Session") or request.param("session")
         if self.session is None or not tokens_equal(ident, self.session.ident):
             return request.reply(409, "This page no longer holds the console (another browser took it over, or "
                                       "the server restarted). Reload to try again.\n",
                                  headers=[("X-Repl-Error", "session")])
         self.session.last_seen = _clock()
         if path == "/poll" and request.command == "GET":
-            return self._state_reply(request, "", since=int((query.get("since") or ["0"])[0]))
+            since = request.param("since", "0")
+            if not since.isdigit() or len(since) > 15:
+                return request.reply(400, "since: a character offset (a decimal number) is expected\n")
+            return self._state_reply(request, "", since=int(since))
         if path == "/push" and request.command == "POST":
             return self._push(request)
         if path == "/interrupt" and request.command == "POST":
@@ -690,7 +1001,7 @@ class WebRepl(object):
     def _claim(self, request):
         now = _clock()
         held = self.session
-        mine = held is not None and tokens_equal(request.headers.get("X-Repl-Session") or "", held.ident)
+        mine = held is not None and tokens_equal(request.header("X-Repl-Session"), held.ident)
         if held is not None and not mine and (self.running or now - held.last_seen < SESSION_IDLE):
             return request.reply(409, "This firmware console is already in use by another browser page (%s, since "
                                       "%s UTC). One session at a time: close that page, or wait -- a page that is "
@@ -710,8 +1021,7 @@ class WebRepl(object):
     def _push(self, request):
         if self._state() in ("running", "closed"):
             return self._state_reply(request, "busy: a command is still running\n", status=409)
-        length = int(request.headers.get("Content-Length") or 0)
-        source = request.rfile.read(length).decode("utf-8", "replace")
+        source = request.body.decode("utf-8", "replace")
         lines = source.replace("\r\n", "\n").split("\n")
         if len(lines) > 1:
             return self._state_reply(request, "one line per push\n", status=400)
@@ -872,17 +1182,19 @@ addEventListener("pagehide", () => {
 """
 
 
-USAGE = """usage: python -m bitsnet.webrepl [--port P] [--bind ADDR] [--token T]
+USAGE = """usage: python -m bitsnet.webrepl [--port P] [--bind ADDR] [--token T] [--allow-host NAMES]
 
 Serve a Python console for this machine's interpreter to a browser. Prints the URL to open,
 with its access token. --port: TCP port (default %d); --bind: local address (default: all);
---token: use this access token instead of a random one.
+--token: use this access token instead of a random one; --allow-host: comma-separated host
+names the browser may use besides IP addresses and localhost (others are refused: DNS rebinding).
 """ % DEFAULT_PORT
 
 
 def parse_args(argv):
-    """(bind, port, token) from the command line (no argparse: small BITS trees lack it)."""
-    options = {"--port": str(DEFAULT_PORT), "--bind": "", "--token": None}
+    """(bind, port, token, allowed host names) from the command line (no argparse: small BITS
+    trees lack it)."""
+    options = {"--port": str(DEFAULT_PORT), "--bind": "", "--token": None, "--allow-host": ""}
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -896,12 +1208,13 @@ def parse_args(argv):
         port = int(options["--port"])
     except ValueError:
         raise SystemExit("webrepl: --port needs a number\n" + USAGE)
-    return options["--bind"], port, options["--token"]
+    allow = tuple(name for name in options["--allow-host"].split(",") if name)
+    return options["--bind"], port, options["--token"], allow
 
 
 def main(argv=None):
-    bind, port, token = parse_args(sys.argv[1:] if argv is None else argv)
-    WebRepl(bind, port, token).serve()
+    bind, port, token, allow = parse_args(sys.argv[1:] if argv is None else argv)
+    WebRepl(bind, port, token, allow_hosts=allow).serve()
 
 
 if __name__ == "__main__":

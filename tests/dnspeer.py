@@ -5,7 +5,8 @@ dotted quad), "AAAA" (value: IPv6 text), "CNAME" (value: target name; the chain 
 record of it is answered, as a recursive server does) or "PTR" (value: name; the key is the
 in-addr.arpa name, see ``reverse_name``). Unknown names get NXDOMAIN. Behaviours per name:
 ``silent`` (never answered), ``servfail`` (rcode 2), ``truncated`` (TC bit set and the answer
-cut short), ``wrong_id`` (the answer carries another ID). ``queries`` records (name, qtype)
+cut short), ``wrong_id`` (the answer carries another ID), ``bomb`` (``bomb_answer``: a CPU
+bomb of compression pointers, issue 21). ``queries`` records (name, qtype)
 of every query received, in order. Runs in a daemon thread on 127.0.0.1 and an ephemeral port;
 use it as a context manager.
 """
@@ -56,8 +57,31 @@ def parse_question(query):
     return ident, flags, ".".join(labels).lower(), qtype, query[12:end]
 
 
+def bomb_answer(ident, question, rd=0x0100, chain=8000, records=3000, jumps=None):
+    """A valid-looking answer built to burn CPU in a parser that bounds pointer direction but
+    not work (issue 21): one record of an unknown type whose data is a chain of ``chain``
+    compression pointers, each to the one before (the first to the question), then
+    ``records`` A records whose owner names all point at the chain's end, so every owner
+    costs ``chain`` backward jumps. ``jumps``: start that many pointers from the end instead
+    (a bomb that stays under a per-name bound). Fits in 65535 bytes as made by default."""
+    head = 12 + len(question)
+    owner = struct.pack("!H", 0xC00C)
+    data_start = head + len(owner) + 10
+    pointers = [struct.pack("!H", 0xC00C)]
+    for i in range(1, chain):
+        pointers.append(struct.pack("!H", 0xC000 | (data_start + 2 * (i - 1))))
+    rdata = b"".join(pointers)
+    first = owner + struct.pack("!HHLH", 99, 1, TTL, len(rdata)) + rdata  # type 99: skipped
+    last = data_start + 2 * (chain - 1 if jumps is None else min(chain - 1, jumps))
+    assert last < 0x4000, "a pointer holds 14 bits"
+    record = struct.pack("!H", 0xC000 | last) + struct.pack("!HHLH", 1, 1, TTL, 4) + socket.inet_aton("127.0.0.66")
+    body = first + record * records
+    return struct.pack("!HHHHHH", ident, 0x8080 | rd, 1, records + 1, 0, 0) + question + body
+
+
 class DnsPeer(object):
-    def __init__(self, records=None, silent=(), servfail=(), truncated=(), wrong_id=()):
+    def __init__(self, records=None, silent=(), servfail=(), truncated=(), wrong_id=(), bomb=()):
+        self.bomb = set(n.lower() for n in bomb)
         self.records = dict((k.lower(), v) for k, v in (records or {}).items())
         self.silent = set(n.lower() for n in silent)
         self.servfail = set(n.lower() for n in servfail)
@@ -125,6 +149,8 @@ class DnsPeer(object):
         self.queries.append((name, qtype))
         if name in self.silent:
             return b""
+        if name in getattr(self, "bomb", ()):
+            return bomb_answer(ident, question, flags & 0x0100)
         if name in self.wrong_id:
             ident ^= 0x5A5A
         rd = flags & 0x0100

@@ -41,8 +41,11 @@ def run_efirun(args, env=None, timeout=RUN_TIMEOUT):
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+FUTURE = "from __future__ import print_function\n"
+
+
 def run_code(code, *options):
-    status, out, err = run_efirun(list(options) + ["-c", textwrap.dedent(code)])
+    status, out, err = run_efirun(list(options) + ["-c", FUTURE + textwrap.dedent(code)])
     assert status == 0, err
     return out.splitlines()
 
@@ -165,7 +168,7 @@ def test_os_is_bits_stub():
 
 
 def run_code_env(code, env):
-    status, out, err = run_efirun(["--no-install", "-c", textwrap.dedent(code)], env=env)
+    status, out, err = run_efirun(["--no-install", "-c", FUTURE + textwrap.dedent(code)], env=env)
     assert status == 0, err
     return out.splitlines()
 
@@ -206,14 +209,21 @@ def test_random_signal_tempfile_are_empty():
             random.random()
         except AttributeError:
             print("AttributeError")
+        import uuid
+        for make in (uuid.uuid4, uuid.uuid1):
+            try:
+                make()
+            except AttributeError:
+                print("AttributeError")
+        print(uuid.UUID("5b446ed1-e30b-4faa-871a-3654eca36080").version)
     """, "--no-install")
-    assert lines == ["[]", "[]", "[]", "AttributeError"]
+    assert lines == ["[]", "[]", "[]", "AttributeError", "AttributeError", "AttributeError", "4"]
 
 
 # ----------------------------------------------------------------------------- sys, stdout, Ctrl-C (sections 1, 8)
 def test_sys_path_argv_and_stdout(tmpdir):
     script = tmpdir.join("show.py")
-    script.write(textwrap.dedent("""
+    script.write(FUTURE + textwrap.dedent("""
         import sys
         print(sys.argv)
         print("" in sys.path, %r in sys.path)
@@ -226,6 +236,35 @@ def test_sys_path_argv_and_stdout(tmpdir):
     assert out.splitlines() == [repr([str(script), "a"]), "False False",
                                 repr([True, True, False, False, False] * 2)]
     assert "to stderr" in err
+
+
+# Prints whether the site builtins exist, then tries to open argv[1] for writing in four modes,
+# then reads argv[2].
+SITE_AND_OPEN = """
+    import sys
+    try:
+        import builtins
+    except ImportError:
+        import __builtin__ as builtins
+    print([hasattr(builtins, n) for n in ("exit", "quit", "copyright", "credits", "license")])
+    for mode in ("w", "a", "r+", "wb"):
+        try:
+            open(sys.argv[1], mode)
+            print(mode + " opened")
+        except IOError as e:
+            print(mode + " " + str(e))
+    print(len(open(sys.argv[2]).read()) > 0)
+"""
+
+
+def test_no_site_builtins_and_read_only_open(tmpdir):
+    target = str(tmpdir.join("written.txt"))
+    status, out, err = run_efirun(["--no-install", "-c", textwrap.dedent(SITE_AND_OPEN), target, EFIRUN])
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0] == repr([False] * 5)
+    assert lines[1:5] == ["%s [Errno 0] Error: %r" % (mode, target) for mode in ("w", "a", "r+", "wb")]
+    assert lines[5] == "True" and not os.path.exists(target)
 
 
 def test_a_script_cannot_import_its_siblings(tmpdir):

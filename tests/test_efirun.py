@@ -117,6 +117,17 @@ def test_script_mode_main_argv_and_path(tmpdir):
     assert lines[3] == ROOT and lines[4:] == [BOOT_PYTHON, sys.platform]
 
 
+def test_code_does_not_inherit_efiruns_future_imports(tmpdir):
+    # efirun.py has "from __future__ import print_function"; the program must not get it (BITS's
+    # py '...' runs 2.7 code with the print statement).
+    code = "print('x', 1)" if sys.version_info[0] >= 3 else "print 'x', 1"
+    script = tmpdir.join("old_print.py")
+    script.write(code + "\n")
+    for args in (["-c", code], [str(script)], ["--host-stdlib", "-c", code]):
+        status, out, err = run_efirun(["--no-install"] + args)
+        assert (status, out.strip()) == (0, "x 1"), (args, err)
+
+
 def test_m_mode_runs_a_module_as_main(tmpdir):
     tmpdir.join("efirun_probe_mod.py").write("import sys\nprint(__name__)\nprint(sys.argv)\n")
     status, out, err = run_efirun(["-m", "efirun_probe_mod", "p", "q"], env={"PYTHONPATH": str(tmpdir)})
@@ -154,7 +165,8 @@ def test_ledger_line(tmpdir):
 
 
 def test_install_and_trampoline_steps():
-    code = "import sys, socket; print(socket.socket.__module__ == 'socket', '_bitsnet_trampoline' in sys.modules, " \
+    code = "from __future__ import print_function\n" \
+           "import sys, socket; print(socket.socket.__module__ == 'socket', '_bitsnet_trampoline' in sys.modules, " \
            "getattr(sys.modules.get('_socket'), '__name__', None))"
     status, out, err = run_efirun(["--no-install", "--no-trampoline", "-c", code])
     assert (status, out.strip()) == (0, "True False _socket"), err
@@ -215,6 +227,7 @@ def test_options_reach_the_machine_config():
     # Inspection only: the program peeks at the simulator to see what efirun configured (which
     # BITS's Python would refuse: efisim is not a BITS module; so --host-stdlib).
     code = textwrap.dedent("""
+        from __future__ import print_function
         from efisim import machine
         m = machine.current()
         c = m.config

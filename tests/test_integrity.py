@@ -50,11 +50,17 @@ DEADLINE = 60.0 + 30.0 * MIB  # seconds a whole transfer may take before the tes
 CHUNK = 24 * 1024  # bytes offered per send() call
 
 
+# BITSNET_FAULT_SEEDS=N runs every plan with N seeds (default 1: seed = the plan's index + 1),
+# e.g. 20 to look for rare stalls (issue 20 item 3).
+FAULT_SEEDS = max(1, int(os.environ.get("BITSNET_FAULT_SEEDS", "1")))
+
+
 def plan_params():
     # Under ``mixed`` the transfers are also part of the torture subset (``-m torture``).
-    return [pytest.param(name, marks=[pytest.mark.machine(static=True, faults=name, seed=index + 1)]
-                         + ([pytest.mark.torture] if name == "mixed" else []), id=name)
-            for index, name in enumerate(faults.PLAN_NAMES)]
+    return [pytest.param(name, marks=[pytest.mark.machine(static=True, faults=name, seed=index + 1 + 100 * extra)]
+                         + ([pytest.mark.torture] if name == "mixed" else []),
+                         id=name if not extra else "%s-seed%d" % (name, index + 1 + 100 * extra))
+            for extra in range(FAULT_SEEDS) for index, name in enumerate(faults.PLAN_NAMES)]
 
 
 def stream_pattern(index, direction):

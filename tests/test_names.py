@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 
 SCRIPT = """
+from __future__ import print_function
 import os, socket
 try:
     from urllib.request import urlopen

@@ -580,3 +580,24 @@ def test_the_selftest_under_netconsole_passes(receiver):
     assert "the netconsole's socket stays open" in report, report
     text = mirrored_text(receiver.payloads())
     assert "socket layer released everything" in text and re.search(r"\d+ passed, 0 failed\n", text), text
+
+
+# --------------------------------------------------------------------------- secrets (issue 21)
+def test_secrets_never_go_over_the_network(consoles, receiver, monkeypatch):
+    # The web REPL registers its access token; the mirror is clear text on the network.
+    monkeypatch.setattr(netconsole, "_secrets", [])
+    secret = "3f9a" * 8
+    netconsole.add_secret(secret)
+    out, err = consoles()
+    netconsole.start(HOST, receiver.port)
+    print("webrepl: open http://10.0.2.15:8080/?token=%s" % secret)
+    sys.stdout.write("cut " + secret[:7])  # the secret cut across writes ...
+    sys.stdout.write(secret[7:] + " here\n")
+    sys.stdout.write("y" * (netconsole.PAYLOAD - 10) + secret + "z" * 3000)  # ... and across datagrams
+    sys.stderr.write(secret + "\n")
+    netconsole.stop()
+    got = b"".join(receiver.payloads())
+    assert secret.encode("ascii") not in got and secret[:16].encode("ascii") not in got
+    assert got.count(netconsole.MASK) == 4
+    assert b"webrepl: open http://10.0.2.15:8080/?token=" + netconsole.MASK + b"\n" in got
+    assert out.text.count(secret) == 3 and err.text == secret + "\n"  # the local console shows it

@@ -192,3 +192,41 @@ def test_name_lookup_without_a_timeout_gives_up_with_eai_again(request, silent_d
     assert silent_dns.queries, "the server was never asked"
     print("no-hang dns %s: EAI_AGAIN after %.2f s (%d queries)" % (
         "dns4" if dns4 else "own-client", elapsed, len(silent_dns.queries)))
+
+
+# ---------------------------------------------------------------------- DHCP still running (issue 20)
+@pytest.mark.parametrize("plan", [pytest.param(name, id=name, marks=pytest.mark.machine(
+    static=False, dhcp_delay=30.0, faults=name, seed=index + 1)) for index, name in enumerate(faults.PLAN_NAMES)])
+def test_calls_with_a_timeout_end_on_time_while_dhcp_is_still_running(net, plan):
+    """DHCP answers only after 30 s: every call with a timeout ends within it, and every
+    non-blocking one answers at once (EINPROGRESS, EAGAIN), whatever the plan."""
+    limit = TIMEOUT + MARGIN
+    target = (peers.HOST, peers.closed_port())
+    s = bs.socket()
+    s.settimeout(TIMEOUT)
+    with Timed("connect during DHCP", limit):
+        with pytest.raises(bs.timeout):
+            s.connect(target)
+    s.close()
+    s = bs.socket()
+    s.setblocking(False)
+    with Timed("non-blocking connect during DHCP", 0.1):
+        assert s.connect_ex(target) == errno.EINPROGRESS
+    with Timed("second non-blocking connect during DHCP", 0.1):
+        assert s.connect_ex(target) == errno.EALREADY
+    s.close()
+    u = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+    u.settimeout(TIMEOUT)
+    with Timed("sendto during DHCP", limit):
+        with pytest.raises(bs.timeout):
+            u.sendto(b"x", target)
+    u.setblocking(False)
+    with Timed("non-blocking sendto during DHCP", 0.1):
+        with pytest.raises(bs.error) as info:
+            u.sendto(b"x", target)
+        assert info.value.errno == errno.EAGAIN
+    u.settimeout(TIMEOUT)
+    with Timed("bind during DHCP", limit):
+        with pytest.raises(bs.timeout):
+            u.bind(("", 0))
+    u.close()

@@ -9,23 +9,28 @@ What the code sees is what it would see in BITS: ``import efi`` gives the stand-
 there to be used. Order of events:
 
 1. ``sys.path`` gets ``tools/efisim/boot_python``, the repository root (for ``bitsnet``) and
-   ``tools`` (for ``efisim``) in front; ``sys.argv`` is set as Python itself would set it.
+   ``tools`` (for ``efisim``) in front (and, with ``--host-stdlib`` only, the script's directory
+   or ``''`` as Python itself would put them).
 2. The machine boots (``efisim.machine.boot``) with the options below.
-3. ``efisim.trampoline_build.ensure_trampoline()`` compiles/loads ``_bitsnet_trampoline``
+3. BITS's Python is put in place for the program (``bitsenv.BitsEnvironment.activate``; not
+   with ``--host-stdlib``): see below.
+4. ``efisim.trampoline_build.ensure_trampoline()`` compiles/loads ``_bitsnet_trampoline``
    (unless ``--no-trampoline``), so bitsnet picks the trampoline mode, as in a BITS build
    that has it compiled in.
-4. ``bitsnet.install()`` puts bitsnet's ``_socket``/``select`` in place (unless
+5. ``bitsnet.install()`` puts bitsnet's ``_socket``/``select`` in place (unless
    ``--no-install``), as BITS's startup would.
-5. The code runs as ``__main__`` (``runpy``); ``SystemExit`` is honoured and the exit code is
-   the script's (an uncaught exception prints its traceback and exits 1).
-6. bitsnet's own cleanup runs if bitsnet was used (graceful closes finish, pooled events are
-   closed), the ledger is printed with ``--ledger``, and the machine shuts down.
+6. The code runs as ``__main__`` with ``sys.argv`` set as Python itself would set it;
+   ``SystemExit`` is honoured and the exit code is the script's (an uncaught exception prints
+   its traceback and exits 1).
+7. bitsnet's own cleanup runs if bitsnet was used (graceful closes finish, pooled events are
+   closed), BITS's Python is taken away again, the ledger is printed with ``--ledger`` (and the
+   faults that fired with ``--faults``), and the machine shuts down.
 
 With ``--lab``, before step 2 the peer servers of ``tools/lab.py`` (HTTP, TCP and UDP echo,
 DNS) start in this process on 127.0.0.1 with free ports; the machine's DHCP hands out the
 lab's DNS server, ``BITSNET_LAB=127.0.0.1:<http port>`` is put in the environment (the
 default ``--peer`` of ``bitsnet.selftest``), one line ``efirun: lab on ...`` goes to stderr,
-and the lab stops after step 6. So ``efirun.py --lab -m bitsnet.selftest`` needs nothing else.
+and the lab stops after step 7. So ``efirun.py --lab -m bitsnet.selftest`` needs nothing else.
 
 BITS's Python (docs/bits-environment.md, ``tools/efisim/bitsenv.py``): by default the program
 gets BITS's environment instead of the host's complete Python: BITS's ``errno`` (nine names,
@@ -259,7 +264,7 @@ class _Environment(object):
 
 
 def prepare_runtime(opts):
-    """Steps 3 and 4 of the module docstring: the trampoline, then bitsnet.install()."""
+    """Steps 4 and 5 of the module docstring: the trampoline, then bitsnet.install()."""
     if not opts.no_trampoline:
         try:
             from efisim import trampoline_build
@@ -292,7 +297,7 @@ def run_program(opts, program_args, bitsenv=None):
             saved = sys.modules.get("__main__")
             sys.modules["__main__"] = main
             try:
-                exec(compile(opts.code, "<string>", "exec"), main.__dict__)
+                exec(compile(opts.code, "<string>", "exec", 0, True), main.__dict__)
             finally:
                 if saved is not None:
                     sys.modules["__main__"] = saved
@@ -309,8 +314,11 @@ def run_program(opts, program_args, bitsenv=None):
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
-    except BaseException:
+    except BaseException as exc:
         traceback.print_exc()
+        if bitsenv is not None and isinstance(exc, ImportError):
+            print("efirun: the program runs under BITS's Python, which has only BITS's modules "
+                  "(docs/bits-environment.md section 2); --host-stdlib runs it on the host's", file=sys.stderr)
         return 1
     return 0
 
@@ -326,7 +334,7 @@ def run_bits_main(opts, program_args, bitsenv):
     namespace["__builtins__"] = __builtins__
     if opts.code is not None:
         sys.argv[:] = ["-c"] + program_args
-        code = compile(opts.code, "<string>", "exec")
+        code = compile(opts.code, "<string>", "exec", 0, True)  # no __future__ of ours
     elif opts.module is not None:
         import runpy
         details = runpy._get_module_details(opts.module)  # type: ignore[attr-defined]
@@ -346,7 +354,7 @@ def run_bits_main(opts, program_args, bitsenv):
         sys.argv[:] = program_args
         with open(filename, "rb") as f:
             source = f.read()
-        code = compile(source, filename, "exec")
+        code = compile(source, filename, "exec", 0, True)
         namespace["__file__"] = filename
     bitsenv.add_program_namespace(namespace, main)
     saved = sys.modules.get("__main__")
@@ -448,7 +456,7 @@ def main(args=None):
 
 
 def boot_and_run(booted, opts, program_args, bitsenv=None):
-    """Steps 3 to 6 on the booted machine; returns the exit status."""
+    """Steps 3 to 7 on the booted machine; returns the exit status."""
     status = 1
     try:
         import efi  # noqa: F401  (BITS has it loaded before any program runs)

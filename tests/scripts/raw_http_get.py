@@ -297,8 +297,14 @@ def interface_info(config2):
         return "0.0.0.0", "0.0.0.0", []
     if status != efi.EFI_BUFFER_TOO_SMALL:
         raise Failure("GetData(InterfaceInfo) failed: %s" % name(status))
-    buf = ctypes.create_string_buffer(size.value)
-    check(config2.GetData(this, Ip4Config2DataTypeInterfaceInfo, byref(size), buf), "GetData(InterfaceInfo)")
+    # The routes can grow between the two calls (DHCP completes in a timer notification at any
+    # moment): a second BUFFER_TOO_SMALL carries the new size, so size again.
+    for _attempt in range(3):
+        buf = ctypes.create_string_buffer(size.value)
+        status = config2.GetData(this, Ip4Config2DataTypeInterfaceInfo, byref(size), buf)
+        if status != efi.EFI_BUFFER_TOO_SMALL:
+            break
+    check(status, "GetData(InterfaceInfo)")
     info = EFI_IP4_CONFIG2_INTERFACE_INFO.from_buffer(buf)
     routes = [(ipv4_text(r.SubnetAddress), ipv4_text(r.SubnetMask), ipv4_text(r.GatewayAddress))
               for r in (info.RouteTable[i] for i in range(info.RouteTableSize))]

@@ -4,10 +4,10 @@ In BITS, Python 2.7 runs inside GRUB: ``errno`` has nine names with GRUB's value
 ``time``, ``random``, ``signal`` and ``tempfile`` are BITS's own small modules, there are no
 threads, the standard library is a subset (``lib.zip``), ``sys.path`` is ``/boot/python`` and
 its ``lib.zip``, and ``sys.stdout`` is a Tee with only ``write`` and ``flush``
-(docs/bits-environment.md sections 2-5 and 8). The simulator runs the program in the same interpreter as
-itself -- the firmware model, its threads, the lab's servers -- and those need the host's real
-modules. So this module does not change what is imported; it changes what the PROGRAM gets
-when it imports:
+(docs/bits-environment.md sections 2-5 and 8). The simulator runs the program in the same
+interpreter as itself -- the firmware model, its threads, the lab's servers -- and those need
+the host's real modules. So this module does not change what is imported; it changes what the
+PROGRAM gets when it imports:
 
 * ``builtins.__import__`` is wrapped. Each import is judged by the module that executes it
   (the ``globals`` passed to ``__import__``): the "program side" is the program's ``__main__``,
@@ -15,10 +15,15 @@ when it imports:
   (PYTHONPATH entries, which play extra ``/boot/python`` content). On Python 2.7, a module first
   imported while a program-side import runs (``socket.py``, ``SocketServer.py``, ...) is program
   side too, for good: a per-thread depth counter marks the program-side import in progress, and
-  the modules that appeared in ``sys.modules`` meanwhile are remembered. On Python 3 only the
+  the modules that appeared in ``sys.modules`` meanwhile are remembered; a standard module the
+  host had loaded already and that holds a host module BITS replaces (``logging`` holds ``time``)
+  is loaded again as the program's private copy, outside ``sys.modules``. On Python 3 only the
   program's direct imports are judged (the 3.x standard library's own imports -- ``http.client``
-  needs ``email``, ``socket`` needs ``selectors`` -- are not BITS's business). Everything else,
-  the simulator included, is the host side and imports as usual.
+  needs ``email``, ``socket`` needs ``selectors`` -- are not BITS's business). Any other
+  ``__main__`` namespace than the host's own (``bitsnet.launch`` makes one) is the program's.
+  Everything else, the simulator included, is the host side and imports as usual. bitsnet
+  modules the simulator loaded for itself are dropped from ``sys.modules`` at activation, so the
+  program's bitsnet is loaded under the model.
 * A program-side import of ``os``, ``time``, ``errno``, ``random``, ``signal`` or ``tempfile``
   gets the stand-in (``tools/efisim/bits_python/``, ``errno`` built here); ``sys.modules`` keeps
   the host's. ``thread``/``threading``/``_thread`` fail (Python 2.7's ``dummy_threading`` works,
@@ -29,7 +34,9 @@ when it imports:
   stand-in for (``bits``, ``acpi``, ``pci``...) fail the same way, with a note saying so.
 * ``sys.path`` loses ``''`` and the script's directory, ``sys.stdout``/``sys.stderr`` become a
   Tee (``write``/``flush`` only) over the real streams, and SIGINT raises what Ctrl-C on BITS's
-  serial console raises: ``KeyError((0, u'\\x03', 0))``.
+  serial console raises: ``KeyError((0, u'\\x03', 0))``. The builtins ``site`` adds (``exit``,
+  ``quit``...) are gone, ``open()`` refuses to write for the program, and the ``idna`` codec
+  and ``uuid.uuid1``/``uuid4`` refuse the program (BITS lacks ``stringprep`` and randomness).
 
 ``BitsEnvironment(...).activate()`` does all this, ``deactivate()`` undoes it. The program's
 ``__main__`` namespace is registered with ``add_program_namespace``.
@@ -78,6 +85,7 @@ NO_COPY = ("uuid", "ctypes", "encodings", "codecs", "sys", "__builtin__", "excep
            "socket", "select", "_socket")  # bitsnet.install() rebuilds socket users from sys.modules
 SOCKET_FAMILY = ("_socket", "select", "socket", "selectors")
 _MISSING = object()
+SITE_BUILTINS = ("exit", "quit", "copyright", "credits", "license")  # what site.py adds; BITS has no site
 
 # Python 2 names (BITS's) -> the Python 3 modules that took their place. Names missing here keep
 # their name; names mapped to () have no 3.x counterpart the program may use (StringIO and
@@ -198,6 +206,8 @@ class BitsEnvironment(object):
         self._held = []  # type: list  # the simulator's bitsnet modules, out of sys.modules
         self._host_main = None  # type: Optional[int]  # id of the host's own __main__ namespace
         self._idna_saved = None  # type: Optional[tuple]  # (encodings._cache, its "idna" entry before)
+        self._builtins_saved = {}  # type: dict  # builtins taken away or replaced for the run
+        self._uuid_saved = {}  # type: dict  # uuid.uuid1/uuid4 as they were
         self._load_standins()
 
     # ----------------------------------------------------------------------------- stand-ins
@@ -244,6 +254,46 @@ class BitsEnvironment(object):
             drop.add(os.path.abspath(script_dir))
         sys.path[:] = [p for p in sys.path if p not in drop and os.path.abspath(p) not in drop]
         self._guard_idna()
+        self._patch_builtins()
+
+    def _patch_builtins(self):
+        """No ``exit``/``quit``/``copyright``/``credits``/``license`` (BITS runs without ``site``),
+        and a read-only ``open()`` for the program (GRUB's files cannot be written)."""
+        saved = {}
+        for name in SITE_BUILTINS:
+            if hasattr(builtins, name):
+                saved[name] = getattr(builtins, name)
+                delattr(builtins, name)
+        real_open = saved["open"] = builtins.open
+        env = self
+
+        def open(file, mode="r", *args, **kw):  # noqa: A001 (the builtin's own name)
+            if ("w" in mode or "a" in mode or "+" in mode or "x" in mode) and \
+                    env.program_side(sys._getframe(1).f_globals):
+                # BITS quirk: GRUB's open is read-only; BITS raises IOError [Errno 0] (section 8.4).
+                raise IOError(0, "Error", file)
+            return real_open(file, mode, *args, **kw)
+
+        builtins.open = open
+        self._builtins_saved = saved
+        self._guard_uuid()
+
+    def _guard_uuid(self):
+        """``uuid`` is shared with the simulator's efi (GUIDs are uuid.UUIDs), so the program gets
+        the host's module; but in BITS ``uuid4()``/``uuid1()`` fail for want of random numbers
+        (no os.urandom, an empty random): for program-side callers they fail here too."""
+        import uuid
+
+        def guarded(function):
+            def call(*args, **kw):
+                if self.program_side(sys._getframe(1).f_globals):
+                    raise AttributeError("'module' object has no attribute 'randrange'")
+                return function(*args, **kw)
+            return call
+
+        for name in ("uuid1", "uuid4"):
+            self._uuid_saved[name] = getattr(uuid, name)
+            setattr(uuid, name, guarded(getattr(uuid, name)))
 
     def _guard_idna(self):
         """BITS has no idna codec (its encodings.idna needs stringprep, which lib.zip lacks): for the
@@ -305,6 +355,13 @@ class BitsEnvironment(object):
                 cache["idna"] = entry
         if saved_sigint is not None:
             signal.signal(signal.SIGINT, saved_sigint)
+        for name, value in self._builtins_saved.items():
+            setattr(builtins, name, value)
+        self._builtins_saved = {}
+        uuid = sys.modules.get("uuid")
+        for name, value in self._uuid_saved.items():
+            setattr(uuid, name, value)
+        self._uuid_saved = {}
 
     # ----------------------------------------------------------------------------- judging
     def _depth(self):

@@ -520,7 +520,10 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         faults = self.faults
         if faults is not None and faults.take_tx_fail():
             return S.EFI_OUT_OF_RESOURCES
-        self.queue_transmit(child, token, fragments)
+        # Urgent (facts 3.3 Transmit): the urgent pointer at the data's end; on the host socket
+        # that is the data's last byte sent with MSG_OOB, as a peer sees it either way.
+        urgent = bool(token_pointer.contents.Packet.TxData.contents.Urgent)
+        self.queue_transmit(child, token, fragments, urgent)
         return S.EFI_SUCCESS
 
     def receive(self, child, token_pointer):

@@ -199,6 +199,7 @@ class _Transmit(object):
         self.length = sum(n for _, n in fragments)
         self.sent = 0
         self.started = started  # in the send buffer (ProcessingSndTokenList) vs still queued
+        self.urgent = False  # Transmit's Urgent flag: the last byte goes out as out-of-band data
 
     def next_chunk(self, limit):
         """Read the caller's buffer now -- EDK2 reads it when it segments (facts 3.3)."""
@@ -463,12 +464,13 @@ class Tcp4Stack(object):
         child.register(False, True)
         child.update_interest()
 
-    def queue_transmit(self, child, token, fragments):
+    def queue_transmit(self, child, token, fragments, urgent=False):
         """Transmit accepted: queue the data by reference; segment it now if connected."""
         child.tokens.append(token)
         # Facts 3.3: while connecting the token is queued (SendTokenList); once connected the
         # data is wrapped by reference into the send buffer and segmented right away.
         child.tx.append(_Transmit(token, [f for f in fragments if f[1]], child.state in CONNECTED))
+        child.tx[-1].urgent = urgent
         if child.state in CONNECTED:
             self.push(child)
 
@@ -765,7 +767,12 @@ class Tcp4Stack(object):
             chunk = tx.next_chunk(MAX_SEGMENT_WRITE)
             if chunk:
                 try:
-                    sent = child.sock.send(chunk)
+                    if tx.urgent and tx.sent + len(chunk) == tx.length:
+                        sent = child.sock.send(chunk[:-1]) if len(chunk) > 1 else 0
+                        if sent == len(chunk) - 1:
+                            sent += child.sock.send(chunk[-1:], _host_socket.MSG_OOB)
+                    else:
+                        sent = child.sock.send(chunk)
                 except (OSError, IOError) as exc:
                     if _errno(exc) in (errno.EAGAIN, errno.EWOULDBLOCK):
                         break
