@@ -63,7 +63,14 @@ TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
 RECEIVE_CHUNK = 64 * 1024  # bytes per Receive: what BITS used; one 64 KiB copy per completion
 STREAM_SEGMENT = 1024  # a Receive completed with at least this much: a stream (see progress)
-POLL_BATCH = 16  # Polls after such a Receive, before re-posting it; measured by tools/bench.py
+# Polls after such a Receive, before re-posting it. Real BITS under QEMU (tools/fwbench.py, A/B of
+# 8/16/32/44 in one boot, docs/performance.md): 32 beat 16 (each synchronous Receive of the
+# buffered frames costs ~450 us however many it takes); 32 frames (46 KB) still fit one
+# RECEIVE_CHUNK, so one Receive takes the whole batch.
+POLL_BATCH = 32
+# Polls per wait round while a send is blocked (progress): real BITS, A/B of 1/4/8/16 alternating in
+# one boot (tools/fwbench.py's guest, section sendab): 16 best, +35% over 1.
+SEND_POLL_BATCH = 16
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
 DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
@@ -929,6 +936,13 @@ class TcpEndpoint(object):
             if entry is None or entry[0] is not proto:
                 entry = self._calls["Poll"] = (proto, proto.Poll, ctypes.byref(proto))
             entry[1](entry[2])
+            if self._tx_inflight + self._tx.size >= self._options["sndbuf"] and self._tx_ops:
+                # A sender blocked on a full send buffer: only Polls (each takes in one ACK, and
+                # EDK2 then sends more) free room, and a 64 KiB Transmit completes after dozens
+                # of them, so Poll a batch back to back before the Python bookkeeping runs again
+                # (under QEMU TCG a Poll costs less with less Python between; docs/performance.md).
+                for _ in range(SEND_POLL_BATCH - 1):
+                    entry[1](entry[2])
         events.process()
         if _dirty:
             for ep in list(_dirty):
@@ -1079,8 +1093,13 @@ def _post_deferred():
     _rx_deferred.clear()
     streaming = [ep for ep in deferred if ep._streaming]
     if streaming:
-        for _ in range(POLL_BATCH):
-            streaming[0]._call("Poll")  # any child: Poll pulls the NIC's next frame (facts 3.3 Poll)
+        # Any child: Poll pulls the NIC's next frame (facts 3.3 Poll). The Polls run back to back
+        # from one cached callable: under QEMU TCG a frame-carrying Poll costs less the less Python
+        # runs between Polls (docs/performance.md), and _call's lookup per Poll was pure overhead.
+        streaming[0]._call("Poll")
+        poll, this = streaming[0]._calls["Poll"][1:]
+        for _ in range(POLL_BATCH - 1):
+            poll(this)
     for ep in deferred:
         ep._streaming = ep._rx_later = False  # post now; its completion says what comes next
         ep._update()
