@@ -113,7 +113,11 @@ HEADER_TIMEOUT = 3.0  # s from accept to a complete request head; idle and slow 
 CLIENT_TIMEOUT = 10.0  # s for an admitted request (right token) to send its body and take its response
 SESSION_IDLE = 10.0  # s without contact after which another browser may take the console
 MAX_CONNECTIONS = 16  # more wait in the listen backlog: bounded work per service
-LISTEN_BACKLOG = 128  # a flood of connections waits here, not in SYN retries of a full queue
+# A flood of connections waits in the backlog rather than in the SYN retries (1 s) of a full
+# queue. In BITS each backlog place is an Accept token posted to EDK2 (bitsnet/tcp.py), whose
+# completions must fit BITS's 31 pending calls: fewer there.
+IN_BITS = "_bits" in sys.builtin_module_names
+LISTEN_BACKLOG = 16 if IN_BITS else 128
 ACCEPTS_PER_ROUND = 8  # connections accepted per select round (each may evict an older one)
 EVICT_GRACE = 0.05  # s a connection without the token is safe from eviction: a client sends its head at once
 MAX_HEADER = 8 * 1024  # request line and headers
@@ -134,7 +138,6 @@ _THIS_FILE = (lambda: 0).__code__.co_filename
 # 175-320 Python levels while the recursion limit is 1000: a runaway recursion in the user's
 # code would overwrite firmware memory. In BITS, user code runs with this many levels above
 # the REPL's own frames, so it ends in RecursionError instead.
-IN_BITS = "_bits" in sys.builtin_module_names
 BITS_RECURSION = 140
 # errno has these names in BITS too: importing bitsnet completes it (bitsnet/errnos.py).
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)

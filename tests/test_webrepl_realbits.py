@@ -34,6 +34,7 @@ PORT = 8000
 TOKEN = "5eb7c0ffee" * 3 + "ab"  # 32 hex digits, given with --token: the host knows it
 BOOT_TIMEOUT = 300
 TCG_ANSWER = 5.0  # s a refusal may take under TCG on a shared host (native: milliseconds)
+IDLE = 40  # idle connections held open: more than the slots and the backlog together
 REASON = bitsrun.unavailable(install=os.environ.get("FWTEST_INSTALL") == "1")
 
 
@@ -74,7 +75,7 @@ def _attack(line):
     found["malformed"] = slowest
     answer, took = _send(b"POST /push HTTP/1.1\r\n" + host + b"Content-Length: 1048576\r\n\r\n")
     found["body_first"] = (answer[:12], took)
-    idle = [socket.create_connection(("127.0.0.1", PORT), timeout=30) for _ in range(30)]
+    idle = [socket.create_connection(("127.0.0.1", PORT), timeout=30) for _ in range(IDLE)]
     try:
         run = test_webrepl.WebReplRun.__new__(test_webrepl.WebReplRun)
         run.base, run.token = "http://127.0.0.1:%d" % PORT, TOKEN
