@@ -20,7 +20,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+import conftest  # noqa: E402
 import fwtest  # noqa: E402
+
+STATION = conftest.STATION  # this test process's simulated machine
 
 FIRMWARE_BUDGET = 180  # seconds: the whole QEMU comparison (about 45 s measured)
 
@@ -35,10 +38,11 @@ def peers():
 def _simulator_traces(peers, patterns=None):
     scenarios = fwtest.load_scenarios(patterns)
     only = set() if fwtest.simulator_has_udp4() else set(name for name, text in scenarios if fwtest.uses_udp(text))
-    lines, _ = fwtest.run_simulator([sc for sc in scenarios if sc[0] not in only], peers)
+    # This test process's own station (conftest.STATION): tools/check runs two lanes at once.
+    lines, _ = fwtest.run_simulator([sc for sc in scenarios if sc[0] not in only], peers, station=STATION)
     names = [name for name, _ in scenarios if not name.startswith("_")]
     literal = set(int(p) for _, text in scenarios for p in re.findall(r"port=(\d+)", text))
-    return names, fwtest.normalise(lines, dict(fwtest.SIM_SYMBOLS, **peers.ports), literal), lines, only
+    return names, fwtest.normalise(lines, dict(fwtest.SIM_SYMBOLS, SELF=STATION, **peers.ports), literal), lines, only
 
 
 def test_simulator_matches_recorded_ovmf_trace(peers):

@@ -321,15 +321,19 @@ def run_qemu(scenarios, peers, workdir, verbose=False):
 
 # ------------------------------------------------------------------------------------------ simulator half
 
-def run_simulator(scenarios, peers, verbose=False):
-    """Boot a simulated machine (DHCP hands out 127.0.0.2/8, gateway $HOST, DNS $DNS) and run the
-    scenarios through efisim.scenario.Interpreter; (trace lines, seconds)."""
+def run_simulator(scenarios, peers, verbose=False, station=SIM_SYMBOLS["SELF"]):
+    """Boot a simulated machine (DHCP hands out ``station``/8, by default 127.0.0.2, gateway $HOST,
+    DNS $DNS) and run the scenarios through efisim.scenario.Interpreter; (trace lines, seconds).
+
+    Two runs at once on one host need two stations: the listeners of scenarios that connect to
+    $SELF ($LISTEN) are host sockets on the station address, so two machines both claiming
+    127.0.0.2 would accept each other's connections."""
     for path in (ROOT, os.path.join(ROOT, "tools"), os.path.join(ROOT, "tools", "efisim", "boot_python")):
         if path not in sys.path:
             sys.path.insert(0, path)
     from efisim import machine as sim_machine
     from efisim import scenario as sim_scenario
-    symbols = dict(SIM_SYMBOLS, **peers.ports)
+    symbols = dict(SIM_SYMBOLS, SELF=station, **peers.ports)
     lines = []
 
     def out(line):
@@ -337,10 +341,10 @@ def run_simulator(scenarios, peers, verbose=False):
         if verbose:
             print("  sim: " + line)
     started = _clock()
-    booted = sim_machine.boot(sim_machine.MachineConfig(address="127.0.0.2/8", gateway="127.0.0.1",
+    booted = sim_machine.boot(sim_machine.MachineConfig(address=station + "/8", gateway="127.0.0.1",
                                                         dns_servers=["127.0.0.3:53"]))
     try:
-        interpreter = sim_scenario.Interpreter(out, host=lambda words: host_action(words, peers, "127.0.0.2"))
+        interpreter = sim_scenario.Interpreter(out, host=lambda words: host_action(words, peers, station))
         interpreter.run_text(scenario_text(scenarios, symbols))
         crashes = list(booted.firmware.crashes)
     finally:
