@@ -223,13 +223,18 @@ _UNCOPIED_RECV_MAX = 1 << 24
 _MAX_TIMEOUT = 9.2e9  # seconds: beyond it CPython's _PyTime_t (int64 ns) overflows
 
 
+# PyArg's words for a non-integer where a C int is wanted: 2.7's and 3.x's differ.
+_NOT_AN_INTEGER = ("'%s' object cannot be interpreted as an integer" if _sys.version_info[0] >= 3
+                   else "an integer is required%.0s")  # 2.7 names no type: the %.0s drops it
+
+
 def _int(value, who="", bounds=_C_INT):
     """``value`` as a C int (PyArg "i"): TypeError for non-integers (bool is an int),
     OverflowError outside ``bounds``."""
     if type(value) is int and bounds[0] <= value <= bounds[1]:
         return value  # the common case, first: every recv and send checks its flags
     if not isinstance(value, _INT_TYPES):
-        raise TypeError("'%s' object cannot be interpreted as an integer" % type(value).__name__)
+        raise TypeError(_NOT_AN_INTEGER % type(value).__name__)
     if not bounds[0] <= value <= bounds[1]:
         raise OverflowError("%sPython int too large to convert to C %s" % (
             who and who + ": ", "long" if bounds is _C_LONG else "int"))
