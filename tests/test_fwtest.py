@@ -10,6 +10,8 @@ apt-get install them first, for CI on a clean machine) and ``unshare -rn`` works
 
 from __future__ import print_function
 
+import contextlib
+import fcntl
 import os
 import re
 import subprocess
@@ -35,11 +37,29 @@ def peers():
     running.close()
 
 
+@contextlib.contextmanager
+def _one_simulated_network():
+    """Run the scenarios in one test process at a time: they use fixed ports ($LISTEN, the UDP
+    scenarios' 40300 and up) and a limited broadcast, which a second simulated machine on this
+    host's loopback -- the other tools/check lane -- would hear and answer, as a second machine
+    on one Ethernet would."""
+    lock_dir = os.path.join(ROOT, "build")
+    if not os.path.isdir(lock_dir):
+        os.makedirs(lock_dir)
+    with open(os.path.join(lock_dir, "fwtest-simulator.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _simulator_traces(peers, patterns=None):
     scenarios = fwtest.load_scenarios(patterns)
     only = set() if fwtest.simulator_has_udp4() else set(name for name, text in scenarios if fwtest.uses_udp(text))
     # This test process's own station (conftest.STATION): tools/check runs two lanes at once.
-    lines, _ = fwtest.run_simulator([sc for sc in scenarios if sc[0] not in only], peers, station=STATION)
+    with _one_simulated_network():
+        lines, _ = fwtest.run_simulator([sc for sc in scenarios if sc[0] not in only], peers, station=STATION)
     names = [name for name, _ in scenarios if not name.startswith("_")]
     literal = set(int(p) for _, text in scenarios for p in re.findall(r"port=(\d+)", text))
     return names, fwtest.normalise(lines, dict(fwtest.SIM_SYMBOLS, SELF=STATION, **peers.ports), literal), lines, only
