@@ -25,7 +25,7 @@ from ctypes import POINTER, Structure, c_char_p, c_void_p
 import efi
 from efi import UINT8, UINT32, UINTN
 
-from bitsnet.efidefs import EFI_SERVICE_BINDING_PROTOCOL
+from bitsnet.efidefs_common import EFI_SERVICE_BINDING_PROTOCOL
 
 EFI_TLS_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("952cb795-ff36-48cf-a249-4df486d6ab8d")
 EFI_TLS_PROTOCOL_GUID = uuid.UUID("00ca959f-6cfa-4db1-95bc-e46c47514390")

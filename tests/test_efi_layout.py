@@ -244,3 +244,43 @@ def test_ipv6_fragment_variants():
     assert d.tcp6_transmit_data(2).FragmentTable.offset == 16
     assert d.udp6_receive_data(4).FragmentTable.offset == 72 and ctypes.sizeof(d.udp6_receive_data(4)) == 72 + 64
     assert d.udp6_transmit_data(2).FragmentTable.offset == 16
+
+
+# --- efidefs is one name over three files (efidefs_common, efidefs_ip4, efidefs_ip6) -------------
+_PARTS = ("efidefs_common", "efidefs_ip4", "efidefs_ip6")
+
+
+def _defined_names(module):
+    """The public names ``module`` defines itself: not modules, not what it takes from ctypes, efi
+    or efidefs_common."""
+    import efi
+    from bitsnet import efidefs_common
+    borrowed = [ctypes, efi] + ([efidefs_common] if module is not efidefs_common else [])
+    return set(name for name, value in vars(module).items()
+               if not name.startswith("_") and not isinstance(value, type(ctypes))
+               and not any(getattr(other, name, None) is value for other in borrowed))
+
+
+# Taken from ctypes and efi by the parts, and importable from efidefs as before (code reads d.UINT16)
+_BASE_NAMES = ("POINTER", "Structure", "Union", "c_void_p", "BOOLEAN", "UINT8", "UINT16", "UINT32", "UINTN",
+               "EFI_EVENT", "EFI_HANDLE", "EFI_STATUS")
+
+
+def test_efidefs_reexports_every_name_of_its_parts_and_each_is_defined_once():
+    import importlib
+    parts = [importlib.import_module("bitsnet." + name) for name in _PARTS]
+    seen = {}
+    for part in parts:
+        for name in sorted(_defined_names(part)):
+            assert name not in seen, "%s defined in both %s and %s" % (name, seen[name], part.__name__)
+            seen[name] = part.__name__
+            assert getattr(d, name, None) is getattr(part, name), "efidefs.%s is not %s.%s" % (
+                name, part.__name__, name)
+    assert len(seen) > 170  # guard against the filter above hiding everything
+    # The names the module had before the split that come from elsewhere stay importable too.
+    for name in _BASE_NAMES + ("ctypes", "uuid", "efi"):
+        assert hasattr(d, name), name
+    # The parts hold protocol knowledge by family: no IPv6 name in the IPv4 file and back.
+    ip4, ip6 = parts[1], parts[2]
+    assert not [n for n in _defined_names(ip4) if "6" in n], "IPv6 names in efidefs_ip4"
+    assert not [n for n in _defined_names(ip6) if "4" in n], "IPv4 names in efidefs_ip6"
