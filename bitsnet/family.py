@@ -12,9 +12,9 @@ the access point / config data / session data, in having no Routes() slot (facts
 no UseDefaultAddress/SubnetMask (an all-zero StationAddress lets IP6 choose the source, facts
 3.7). Tokens, fragment tables and the completion rules are the same (facts 3.1: "TCPx").
 
-The EFI structures are looked up in ``efidefs`` by name when first used (``fam.TCP_IO_TOKEN`` is
-``efidefs.EFI_TCP6_IO_TOKEN`` for INET6): nothing here touches the firmware, and importing this
-module needs no IPv6 structure at all.
+Each family's EFI names are written out in its own table (the classes ``_Inet`` and ``_Inet6``):
+``fam.TCP_IO_TOKEN`` is ``efidefs.EFI_TCP6_IO_TOKEN`` for INET6, so grepping a spec name finds
+where the family supplies it. Nothing here touches the firmware.
 """
 
 import struct
@@ -118,10 +118,54 @@ def ipv6_literal(text):
 
 # --- the two families ----------------------------------------------------------------------------
 class Family(object):
-    """One address family: constants, address conversions and the EFI structures by name.
+    """One address family: constants, address conversions and the EFI names of its protocols.
 
     ``fam.TCP_IO_TOKEN``, ``fam.UDP_CONFIG_DATA``... are ``efidefs.EFI_TCP4_IO_TOKEN`` /
-    ``EFI_UDP6_CONFIG_DATA``...: the name with the version digit taken out."""
+    ``EFI_UDP6_CONFIG_DATA``...: the spec name with the version digit taken out. ``_Inet`` and
+    ``_Inet6`` below write each family's table out; here the names are only declared."""
+
+    # The EFI names every family supplies (Tcp4.h/Tcp6.h, Udp4.h/Udp6.h, Dns4.h/Dns6.h)
+    TCP_SERVICE_BINDING_PROTOCOL_GUID = None  # type: Any
+    TCP_PROTOCOL_GUID = None  # type: Any
+    TCP_SERVICE_BINDING_PROTOCOL = None  # type: Any
+    TCP_PROTOCOL = None  # type: Any
+    TCP_ACCESS_POINT = None  # type: Any
+    TCP_OPTION = None  # type: Any
+    TCP_CONFIG_DATA = None  # type: Any
+    TCP_COMPLETION_TOKEN = None  # type: Any
+    TCP_CONNECTION_TOKEN = None  # type: Any
+    TCP_LISTEN_TOKEN = None  # type: Any
+    TCP_IO_TOKEN = None  # type: Any
+    TCP_CLOSE_TOKEN = None  # type: Any
+    TCP_FRAGMENT_DATA = None  # type: Any
+    TCP_RECEIVE_DATA = None  # type: Any
+    TCP_TRANSMIT_DATA = None  # type: Any
+    TCP_PACKET = None  # type: Any
+
+    UDP_SERVICE_BINDING_PROTOCOL_GUID = None  # type: Any
+    UDP_PROTOCOL_GUID = None  # type: Any
+    UDP_SERVICE_BINDING_PROTOCOL = None  # type: Any
+    UDP_PROTOCOL = None  # type: Any
+    UDP_CONFIG_DATA = None  # type: Any
+    UDP_SESSION_DATA = None  # type: Any
+    UDP_COMPLETION_TOKEN = None  # type: Any
+    UDP_FRAGMENT_DATA = None  # type: Any
+    UDP_RECEIVE_DATA = None  # type: Any
+    UDP_TRANSMIT_DATA = None  # type: Any
+    UDP_PACKET = None  # type: Any
+
+    DNS_SERVICE_BINDING_PROTOCOL_GUID = None  # type: Any
+    DNS_PROTOCOL_GUID = None  # type: Any
+    DNS_SERVICE_BINDING_PROTOCOL = None  # type: Any
+    DNS_PROTOCOL = None  # type: Any
+    DNS_CONFIG_DATA = None  # type: Any
+    DNS_MODE_DATA = None  # type: Any
+    DNS_CACHE_ENTRY = None  # type: Any
+    DNS_COMPLETION_TOKEN = None  # type: Any
+    DNS_RSP_DATA = None  # type: Any
+
+    tcp_sb = None  # type: Any  # TCP_SERVICE_BINDING_PROTOCOL_GUID, the name create_child is given
+    udp_sb = None  # type: Any  # UDP_SERVICE_BINDING_PROTOCOL_GUID
 
     def __init__(self, af, version, wildcard, loopback, size):
         # type: (int, int, str, str, int) -> None
@@ -131,22 +175,11 @@ class Family(object):
         self.loopback = loopback
         self.size = size  # packed address bytes
         self.name = "IPv%d" % version
-        sb = "EFI_%s%d_SERVICE_BINDING_PROTOCOL_GUID"
-        self.tcp_sb = getattr(efidefs, sb % ("TCP", version))
-        self.udp_sb = getattr(efidefs, sb % ("UDP", version))
         # EFI_TCP6/UDP6 have no Routes() (facts 3.2, 4.1) and no UseDefaultAddress/SubnetMask.
         self.has_routes = version == 4
 
     def __repr__(self):
         return "<Family %s>" % self.name
-
-    def __getattr__(self, name):
-        # TCP_IO_TOKEN -> EFI_TCP4_IO_TOKEN; Tcp_StateClosed -> Tcp4StateClosed
-        if name.startswith(("TCP_", "UDP_", "DNS_")):
-            value = getattr(efidefs, "EFI_%s%d_%s" % (name[:3], self.version, name[4:]))
-            setattr(self, name, value)  # once: the hot paths ask for token types on every call
-            return value
-        raise AttributeError(name)
 
     # -- addresses
     def pack(self, text):
@@ -192,9 +225,9 @@ class Family(object):
         """Fill ``config.AccessPoint``; ``station`` None lets the firmware choose (IPv6 only)."""
         ap = config.AccessPoint
         if self.version == 4:
-            # bits-efi-api item 2 (old TcpDxe): UseDefaultAddress=TRUE failed with
-            # EFI_ALREADY_STARTED, and on current EDK2 it may switch the NIC to DHCP (facts 3.7):
-            # give the address explicitly.
+            # EDK2 quirk: UseDefaultAddress=TRUE may switch the NIC to DHCP (docs/edk2.md section 3.7),
+            # and old TcpDxe failed it with EFI_ALREADY_STARTED (bits-efi-api item 2): give the
+            # address explicitly.
             ap.UseDefaultAddress = False
             ap.SubnetMask = efidefs.ipv4(netmask)
         ap.StationAddress = self.efi_address(station)
@@ -214,7 +247,9 @@ class Family(object):
 
     def udp_receive_data(self, count):
         """EFI_UDPx_RECEIVE_DATA with a FragmentTable of ``count`` entries."""
-        return getattr(efidefs, "udp%d_receive_data" % self.version)(count)
+        if self.version == 4:
+            return efidefs.udp4_receive_data(count)
+        return efidefs.udp6_receive_data(count)
 
     def udp_config(self, station, netmask, port, remote, hop_limit, receive_timeout, duplicate_port):
         config = self.UDP_CONFIG_DATA()
@@ -223,7 +258,8 @@ class Family(object):
         if self.version == 4:
             config.AcceptBroadcast = True
             config.TimeToLive = hop_limit
-            # Explicit address, as tcp.py does: UseDefaultAddress may switch the NIC to DHCP (facts 3.7).
+            # EDK2 quirk: UseDefaultAddress=TRUE may switch the NIC to DHCP (docs/edk2.md section 3.7):
+            # give the address explicitly, as tcp_access_point does.
             config.UseDefaultAddress = False
             config.SubnetMask = efidefs.ipv4(netmask)
         else:
@@ -236,8 +272,100 @@ class Family(object):
         return config
 
 
-INET = Family(AF_INET, 4, "0.0.0.0", "127.0.0.1", 4)
-INET6 = Family(AF_INET6, 6, "::", "::1", 16)
+class _Inet(Family):
+    """IPv4: the EFI_TCP4, EFI_UDP4 and EFI_DNS4 names."""
+
+    TCP_SERVICE_BINDING_PROTOCOL_GUID = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
+    TCP_PROTOCOL_GUID = efidefs.EFI_TCP4_PROTOCOL_GUID
+    TCP_SERVICE_BINDING_PROTOCOL = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL
+    TCP_PROTOCOL = efidefs.EFI_TCP4_PROTOCOL
+    TCP_ACCESS_POINT = efidefs.EFI_TCP4_ACCESS_POINT
+    TCP_OPTION = efidefs.EFI_TCP4_OPTION
+    TCP_CONFIG_DATA = efidefs.EFI_TCP4_CONFIG_DATA
+    TCP_COMPLETION_TOKEN = efidefs.EFI_TCP4_COMPLETION_TOKEN
+    TCP_CONNECTION_TOKEN = efidefs.EFI_TCP4_CONNECTION_TOKEN
+    TCP_LISTEN_TOKEN = efidefs.EFI_TCP4_LISTEN_TOKEN
+    TCP_IO_TOKEN = efidefs.EFI_TCP4_IO_TOKEN
+    TCP_CLOSE_TOKEN = efidefs.EFI_TCP4_CLOSE_TOKEN
+    TCP_FRAGMENT_DATA = efidefs.EFI_TCP4_FRAGMENT_DATA
+    TCP_RECEIVE_DATA = efidefs.EFI_TCP4_RECEIVE_DATA
+    TCP_TRANSMIT_DATA = efidefs.EFI_TCP4_TRANSMIT_DATA
+    TCP_PACKET = efidefs.EFI_TCP4_PACKET
+
+    UDP_SERVICE_BINDING_PROTOCOL_GUID = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
+    UDP_PROTOCOL_GUID = efidefs.EFI_UDP4_PROTOCOL_GUID
+    UDP_SERVICE_BINDING_PROTOCOL = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL
+    UDP_PROTOCOL = efidefs.EFI_UDP4_PROTOCOL
+    UDP_CONFIG_DATA = efidefs.EFI_UDP4_CONFIG_DATA
+    UDP_SESSION_DATA = efidefs.EFI_UDP4_SESSION_DATA
+    UDP_COMPLETION_TOKEN = efidefs.EFI_UDP4_COMPLETION_TOKEN
+    UDP_FRAGMENT_DATA = efidefs.EFI_UDP4_FRAGMENT_DATA
+    UDP_RECEIVE_DATA = efidefs.EFI_UDP4_RECEIVE_DATA
+    UDP_TRANSMIT_DATA = efidefs.EFI_UDP4_TRANSMIT_DATA
+    UDP_PACKET = efidefs.EFI_UDP4_PACKET
+
+    DNS_SERVICE_BINDING_PROTOCOL_GUID = efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID
+    DNS_PROTOCOL_GUID = efidefs.EFI_DNS4_PROTOCOL_GUID
+    DNS_SERVICE_BINDING_PROTOCOL = efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL
+    DNS_PROTOCOL = efidefs.EFI_DNS4_PROTOCOL
+    DNS_CONFIG_DATA = efidefs.EFI_DNS4_CONFIG_DATA
+    DNS_MODE_DATA = efidefs.EFI_DNS4_MODE_DATA
+    DNS_CACHE_ENTRY = efidefs.EFI_DNS4_CACHE_ENTRY
+    DNS_COMPLETION_TOKEN = efidefs.EFI_DNS4_COMPLETION_TOKEN
+    DNS_RSP_DATA = efidefs.EFI_DNS4_RSP_DATA
+
+    tcp_sb = TCP_SERVICE_BINDING_PROTOCOL_GUID
+    udp_sb = UDP_SERVICE_BINDING_PROTOCOL_GUID
+
+
+class _Inet6(Family):
+    """IPv6: the EFI_TCP6, EFI_UDP6 and EFI_DNS6 names."""
+
+    TCP_SERVICE_BINDING_PROTOCOL_GUID = efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID
+    TCP_PROTOCOL_GUID = efidefs.EFI_TCP6_PROTOCOL_GUID
+    TCP_SERVICE_BINDING_PROTOCOL = efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL
+    TCP_PROTOCOL = efidefs.EFI_TCP6_PROTOCOL
+    TCP_ACCESS_POINT = efidefs.EFI_TCP6_ACCESS_POINT
+    TCP_OPTION = efidefs.EFI_TCP6_OPTION
+    TCP_CONFIG_DATA = efidefs.EFI_TCP6_CONFIG_DATA
+    TCP_COMPLETION_TOKEN = efidefs.EFI_TCP6_COMPLETION_TOKEN
+    TCP_CONNECTION_TOKEN = efidefs.EFI_TCP6_CONNECTION_TOKEN
+    TCP_LISTEN_TOKEN = efidefs.EFI_TCP6_LISTEN_TOKEN
+    TCP_IO_TOKEN = efidefs.EFI_TCP6_IO_TOKEN
+    TCP_CLOSE_TOKEN = efidefs.EFI_TCP6_CLOSE_TOKEN
+    TCP_FRAGMENT_DATA = efidefs.EFI_TCP6_FRAGMENT_DATA
+    TCP_RECEIVE_DATA = efidefs.EFI_TCP6_RECEIVE_DATA
+    TCP_TRANSMIT_DATA = efidefs.EFI_TCP6_TRANSMIT_DATA
+    TCP_PACKET = efidefs.EFI_TCP6_PACKET
+
+    UDP_SERVICE_BINDING_PROTOCOL_GUID = efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID
+    UDP_PROTOCOL_GUID = efidefs.EFI_UDP6_PROTOCOL_GUID
+    UDP_SERVICE_BINDING_PROTOCOL = efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL
+    UDP_PROTOCOL = efidefs.EFI_UDP6_PROTOCOL
+    UDP_CONFIG_DATA = efidefs.EFI_UDP6_CONFIG_DATA
+    UDP_SESSION_DATA = efidefs.EFI_UDP6_SESSION_DATA
+    UDP_COMPLETION_TOKEN = efidefs.EFI_UDP6_COMPLETION_TOKEN
+    UDP_FRAGMENT_DATA = efidefs.EFI_UDP6_FRAGMENT_DATA
+    UDP_RECEIVE_DATA = efidefs.EFI_UDP6_RECEIVE_DATA
+    UDP_TRANSMIT_DATA = efidefs.EFI_UDP6_TRANSMIT_DATA
+    UDP_PACKET = efidefs.EFI_UDP6_PACKET
+
+    DNS_SERVICE_BINDING_PROTOCOL_GUID = efidefs.EFI_DNS6_SERVICE_BINDING_PROTOCOL_GUID
+    DNS_PROTOCOL_GUID = efidefs.EFI_DNS6_PROTOCOL_GUID
+    DNS_SERVICE_BINDING_PROTOCOL = efidefs.EFI_DNS6_SERVICE_BINDING_PROTOCOL
+    DNS_PROTOCOL = efidefs.EFI_DNS6_PROTOCOL
+    DNS_CONFIG_DATA = efidefs.EFI_DNS6_CONFIG_DATA
+    DNS_MODE_DATA = efidefs.EFI_DNS6_MODE_DATA
+    DNS_CACHE_ENTRY = efidefs.EFI_DNS6_CACHE_ENTRY
+    DNS_COMPLETION_TOKEN = efidefs.EFI_DNS6_COMPLETION_TOKEN
+    DNS_RSP_DATA = efidefs.EFI_DNS6_RSP_DATA
+
+    tcp_sb = TCP_SERVICE_BINDING_PROTOCOL_GUID
+    udp_sb = UDP_SERVICE_BINDING_PROTOCOL_GUID
+
+
+INET = _Inet(AF_INET, 4, "0.0.0.0", "127.0.0.1", 4)  # type: Family
+INET6 = _Inet6(AF_INET6, 6, "::", "::1", 16)  # type: Family
 _BY_AF = {AF_INET: INET, AF_INET6: INET6}
 
 

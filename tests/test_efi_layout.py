@@ -284,3 +284,20 @@ def test_efidefs_reexports_every_name_of_its_parts_and_each_is_defined_once():
     ip4, ip6 = parts[1], parts[2]
     assert not [n for n in _defined_names(ip4) if "6" in n], "IPv6 names in efidefs_ip4"
     assert not [n for n in _defined_names(ip6) if "4" in n], "IPv4 names in efidefs_ip6"
+
+
+def test_each_family_table_names_its_own_versions_structures():
+    """family.INET / INET6 write their EFI names out; each is the spec name with the version
+    digit taken out (``TCP_IO_TOKEN`` is EFI_TCP4_IO_TOKEN / EFI_TCP6_IO_TOKEN), and every name
+    the Family class declares is supplied by both."""
+    from bitsnet import family
+    declared = [name for name in vars(family.Family) if name[:4] in ("TCP_", "UDP_", "DNS_")]
+    assert len(declared) == 36
+    for fam in (family.INET, family.INET6):
+        for name in declared:
+            spec = "EFI_%s%d_%s" % (name[:3], fam.version, name[4:])
+            assert getattr(fam, name) is getattr(d, spec), (fam, name, spec)
+        assert fam.tcp_sb == getattr(d, "EFI_TCP%d_SERVICE_BINDING_PROTOCOL_GUID" % fam.version)
+        assert fam.udp_sb == getattr(d, "EFI_UDP%d_SERVICE_BINDING_PROTOCOL_GUID" % fam.version)
+        assert fam.udp_receive_data(3) is getattr(d, "udp%d_receive_data" % fam.version)(3)
+    assert family.INET.has_routes and not family.INET6.has_routes
