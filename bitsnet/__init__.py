@@ -23,21 +23,29 @@ from bitsnet import errnos  # noqa: F401
 
 __version__ = "0.1.0"
 
-# Modules that never get purged by install(): the test harness and tools that run it, and
-# host-side modules whose users need the real OS select/socket (subprocess pipes, logging
-# handlers already created). In BITS none of these use the network.
-_KEEP_PREFIXES = ("bitsnet", "efisim", "efi", "_efi", "_bitsnet_trampoline", "sys", "builtins",
+# Modules that never get purged by install(): bitsnet and BITS's own, the interpreter's
+# machinery, and host-side modules whose users need the real OS select/socket (subprocess pipes,
+# logging handlers already created). In BITS none of these use the network. A host program that
+# must keep more (a test harness, a firmware simulator) declares it in the package itself:
+# ``__bitsnet_keep__ = True`` at the top of the package (see install()).
+_KEEP_PREFIXES = ("bitsnet", "efi", "_efi", "_bitsnet_trampoline", "sys", "builtins",
                   "__builtin__", "__main__", "os", "io", "_io", "importlib", "encodings", "codecs",
                   "threading", "subprocess", "multiprocessing", "concurrent", "logging", "ssl", "_ssl",
-                  "pytest", "_pytest", "py", "pluggy", "runpy", "ctypes", "warnings", "weakref", "gc",
-                  "site", "abc", "types", "functools", "collections", "enum", "errno", "signal")
+                  "runpy", "ctypes", "warnings", "weakref", "gc", "site", "abc", "types", "functools",
+                  "collections", "enum", "errno", "signal")
 # Always replaced (if imported): the modules whose whole job is sockets.
 _SOCKET_MODULES = ("socket", "selectors")
 _RETIRED = []  # type: list   # modules taken out of sys.modules by install(), kept alive
 
 
 def _kept(name):
-    return name.split(".", 1)[0] in _KEEP_PREFIXES
+    top = name.split(".", 1)[0]
+    if top in _KEEP_PREFIXES:
+        return True
+    try:
+        return getattr(sys.modules.get(top), "__bitsnet_keep__", False) is True
+    except Exception:  # a lazy module object may raise anything from getattr
+        return False
 
 
 def _dependants(replaced):
@@ -88,7 +96,9 @@ def install():
     urllib.request, asyncio...) were imported before, they are taken out of ``sys.modules``
     (found by what they refer to), so the next import builds them afresh on bitsnet; ``socket``
     and ``selectors`` are imported again at once. Modules that hold the OS's select for their
-    own pipes (``subprocess``) are left alone. References a program already holds
+    own pipes (``subprocess``) are left alone, and so is every module of a top-level package
+    that sets ``__bitsnet_keep__ = True`` (a test harness or simulator that runs on the host's
+    sockets declares itself so). References a program already holds
     (``from socket import socket``) cannot be updated: call ``install()`` first.
     """
     from bitsnet import _socket as bitsnet_socket

@@ -44,6 +44,12 @@ for _path in (ROOT, os.path.join(ROOT, "tools"), os.path.join(ROOT, "tools", "ef
 
 from efisim import machine as _machine  # noqa: E402
 
+# The test runner's own modules stay in place if this process calls bitsnet.install() (which
+# rebuilds every module that uses socket): they declare it as bitsnet.install() asks.
+for _name in ("pytest", "_pytest", "py", "pluggy"):
+    if sys.modules.get(_name) is not None:
+        sys.modules[_name].__bitsnet_keep__ = True
+
 SETTLE_TIMEOUT = 10.0  # seconds teardown waits for graceful closes to exchange FINs
 
 # --- parallel test runs on one host -------------------------------------------------------------

@@ -4,3 +4,7 @@
 model EDK2's NetworkPkg over host sockets on loopback; ``boot_python/`` holds the stand-in
 ``efi`` and ``_efi`` modules that BITS would provide. See README.rst, "The simulator".
 """
+
+# bitsnet.install() takes the modules that use socket out of sys.modules so that they are built
+# again on bitsnet's; the simulator's drivers run on the host's sockets and must stay as they are.
+__bitsnet_keep__ = True
