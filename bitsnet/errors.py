@@ -187,22 +187,16 @@ def efi_boundary(function, enter=None, leave=None):
     ``efi_boundary = True``, so a test can check that a public entry point is covered."""
     op = function.__name__
 
-    if enter is None:
-        @functools.wraps(function)
-        def boundary(*args, **kwargs):
-            try:
-                return function(*args, **kwargs)
-            except efi.EFIException as exc:
-                raise from_efi_exception(exc, op)
-    else:
-        @functools.wraps(function)
-        def boundary(*args, **kwargs):
+    @functools.wraps(function)
+    def boundary(*args, **kwargs):
+        if enter is not None:
             enter()
-            try:
-                return function(*args, **kwargs)
-            except efi.EFIException as exc:
-                raise from_efi_exception(exc, op)
-            finally:
+        try:
+            return function(*args, **kwargs)
+        except efi.EFIException as exc:
+            raise from_efi_exception(exc, op)
+        finally:
+            if leave is not None:
                 leave()
     boundary.efi_boundary = True  # type: ignore[attr-defined]
     return boundary
