@@ -648,7 +648,7 @@ def parse_response(data, ident, qname, qtype, deadline=None):
             if rtype == TYPE_A:
                 if rdlength != 4:
                     raise DnsFormatError("A record of %d bytes" % rdlength)
-                records.append((owner, rtype, ttl, "%d.%d.%d.%d" % tuple(packet[offset:offset + 4])))
+                records.append((owner, rtype, ttl, inet.format_ipv4(bytes(packet[offset:offset + 4]))))
             elif rtype == TYPE_AAAA:
                 if rdlength != 16:
                     raise DnsFormatError("AAAA record of %d bytes" % rdlength)
