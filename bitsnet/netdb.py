@@ -98,7 +98,7 @@ def host_address(host, passive=False):
 
 
 def _resolve_name(name):
-    """A host name -> dotted quad, without DNS for now (issue 5 adds bitsnet/dns.py here)."""
+    """A host name -> dotted quad: the local names (HOSTS), then bitsnet.dns (EAI_AGAIN when it cannot ask)."""
     address = HOSTS.get(name.lower().rstrip("."))
     if address is not None:
         return address
