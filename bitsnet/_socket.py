@@ -5,13 +5,23 @@ module, and everything above it (httplib/http.client, urllib2/urllib.request, So
 BaseHTTPServer, selectors...), runs unchanged over the firmware's TCP4/UDP4 (and TCP6/UDP6)
 protocols.
 
-Contents, in file order:
+This module is the socket type and the fd table; the rest of the module's surface lives
+beside it and is exported from here (it is the ``_socket`` module, so every name is here):
 
-  exceptions     ``error``, ``herror``, ``gaierror``, ``timeout`` (from ``bitsnet.errors``, with
-                 each Python version's inheritance)
-  constants      ``AF_*``, ``SOCK_*``, ``SOL_*``, ``SO_*``, ``TCP_*``, ``MSG_*``, ``SHUT_*``,
-                 ``AI_*``, ``NI_*``, ``EAI_*``: Linux's values, so code that compares them
-                 with numbers it learnt elsewhere still works
+  bitsnet.constants  ``AF_*``, ``SOCK_*``, ``SOL_*``, ``SO_*``, ``TCP_*``, ``MSG_*``, ``SHUT_*``,
+                     ``AI_*``, ``NI_*``: Linux's values, so code that compares them with numbers
+                     it learnt elsewhere still works
+  bitsnet.errors     ``error``, ``herror``, ``gaierror``, ``timeout`` (each Python version's
+                     inheritance), ``EAI_*``, and the one error boundary (``efi_boundary``) that
+                     every public function and method here is wrapped in
+  bitsnet.netdb      ``getaddrinfo``, ``gethostbyname(_ex)``, ``gethostbyaddr``, ``gethostname``,
+                     ``getnameinfo``, ``getservbyname/port``, ``getprotobyname``; ``has_ipv6``
+  bitsnet.inet       ``inet_aton/ntoa``, ``inet_pton/ntop``, ``hton*/ntoh*``
+  bitsnet.pyarg      CPython's argument checks (the TypeError/OverflowError a wrong argument gets)
+  bitsnet.socketpair the in-memory endpoint behind ``socketpair()``
+
+Here, in file order:
+
   the fd table   ``fileno()`` numbers (from ``FIRST_FD`` on, never reused) -> ``_Descriptor``
                  (one endpoint, shared by ``dup()``); ``select.py`` resolves fds here
   ``socket``     the socket type. It is the base class of 3.x's ``socket.socket`` (``__slots__``
@@ -20,10 +30,8 @@ Contents, in file order:
                  ``_sock`` inside 2.7's ``_socketobject`` (``accept()`` returns
                  ``(socket, address)``; dropping it closes it, because 2.7's ``close()`` only
                  drops the reference)
-  functions      ``getaddrinfo``, ``gethostbyname(_ex)``, ``gethostbyaddr``, ``gethostname``,
-                 ``getnameinfo``, ``getservbyname/port``, ``getprotobyname``, ``inet_aton/ntoa``,
-                 ``inet_pton/ntop``, ``hton*/ntoh*``, ``get/setdefaulttimeout``, ``dup``, ``close``,
-                 ``socketpair`` (in memory: ``_PairEndpoint``)
+  functions      ``get/setdefaulttimeout``, ``dup``, ``fromfd``, ``close``, ``socketpair``; then
+                 the public surface: netdb's and inet's functions behind the error boundary
 
 Waiting. Every endpoint method is a non-blocking primitive (``bitsnet/tcp.py``); a blocking
 call here is "try; if it would block, ``events.wait_until(ready, deadline, poll=ep.progress)``;
@@ -57,104 +65,38 @@ data (EOPNOTSUPP), AF_UNIX and raw sockets (EAFNOSUPPORT / EPROTONOSUPPORT).
 from __future__ import absolute_import
 
 import errno as _errno
-import functools as _functools
 import struct as _struct
 import sys as _sys
 
-import efi as _efi
-
-from bitsnet import buffers as _buffers
+from bitsnet import clock as _clock
 from bitsnet import errors as _errors
 from bitsnet import events as _events
 from bitsnet import family as _families
+from bitsnet import inet as _inet
+from bitsnet import netdb as _netdb
+from bitsnet import pyarg as _pyarg
+from bitsnet import socketpair as _socketpair
+
+from bitsnet.constants import *  # noqa: F401,F403   # AF_*, SOCK_*, SO_*, MSG_*, AI_*, NI_*...: Linux's values
+from bitsnet.constants import AF_INET, AF_INET6, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY
+from bitsnet.constants import IP_TOS, IP_TTL, IPPROTO_IP, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOMAXCONN
+from bitsnet.constants import MSG_DONTWAIT, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SHUT_RD, SHUT_RDWR, SHUT_WR
+from bitsnet.constants import SO_ACCEPTCONN, SO_BROADCAST, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SO_RCVBUF
+from bitsnet.constants import SO_REUSEADDR, SO_SNDBUF, SO_TYPE, SOL_SOCKET, TCP_MAXSEG, TCP_NODELAY
+from bitsnet.errors import EAI_ADDRFAMILY, EAI_AGAIN, EAI_BADFLAGS, EAI_FAIL, EAI_FAMILY  # noqa: F401
+from bitsnet.errors import EAI_MEMORY, EAI_NONAME, EAI_SERVICE, EAI_SOCKTYPE, EAI_SYSTEM  # noqa: F401
 
 error = _errors.error
 herror = _errors.herror
 gaierror = _errors.gaierror
 timeout = _errors.timeout
 
-# --- Constants (Linux values) ----------------------------------------------------------------
-AF_UNSPEC = 0
-AF_INET = 2
-AF_INET6 = 10  # over EFI_TCP6/UDP6 when the firmware has them (see has_ipv6)
-SOCK_STREAM = 1
-SOCK_DGRAM = 2
-SOCK_RAW = 3  # exists so that code can name it; EFI has no raw sockets (EPERM, as unprivileged Linux)
-SOCK_RDM = 4
-SOCK_SEQPACKET = 5
-IPPROTO_IP = 0
-IPPROTO_ICMP = 1
-IPPROTO_TCP = 6
-IPPROTO_UDP = 17
-IPPROTO_IPV6 = 41
-IPV6_V6ONLY = 26
-SOL_SOCKET = 1
-SOL_TCP = IPPROTO_TCP
-SOL_UDP = IPPROTO_UDP
-SO_REUSEADDR = 2
-SO_TYPE = 3
-SO_ERROR = 4
-SO_BROADCAST = 6
-SO_SNDBUF = 7
-SO_RCVBUF = 8
-SO_KEEPALIVE = 9
-SO_LINGER = 13
-SO_ACCEPTCONN = 30
-TCP_NODELAY = 1
-TCP_MAXSEG = 2
-IP_TOS = 1
-IP_TTL = 2
-IP_ADD_MEMBERSHIP = 35
-IP_DROP_MEMBERSHIP = 36
-SOMAXCONN = 128
-MSG_OOB = 0x1
-MSG_PEEK = 0x2
-MSG_TRUNC = 0x20
-MSG_DONTWAIT = 0x40
-MSG_WAITALL = 0x100
-SHUT_RD = 0
-SHUT_WR = 1
-SHUT_RDWR = 2
-AI_PASSIVE = 0x1
-AI_CANONNAME = 0x2
-AI_NUMERICHOST = 0x4
-AI_V4MAPPED = 0x8
-AI_ALL = 0x10
-AI_ADDRCONFIG = 0x20
-AI_NUMERICSERV = 0x400
-_AI_KNOWN = 0x7ff  # every AI_* bit glibc accepts (AI_IDN... included); others: EAI_BADFLAGS
-NI_NUMERICHOST = 0x1
-NI_NUMERICSERV = 0x2
-NI_NOFQDN = 0x4
-NI_NAMEREQD = 0x8
-NI_DGRAM = 0x10
-NI_MAXHOST = 1025
-NI_MAXSERV = 32
-EAI_BADFLAGS = -1
-EAI_NONAME = -2
-EAI_AGAIN = -3
-EAI_FAIL = -4
-EAI_FAMILY = -6
-EAI_SOCKTYPE = -7
-EAI_SERVICE = -8
-EAI_MEMORY = -10
-EAI_SYSTEM = -11
-INADDR_ANY = 0
-INADDR_BROADCAST = 0xffffffff
-INADDR_LOOPBACK = 0x7f000001
-INADDR_NONE = 0xffffffff
-EAI_ADDRFAMILY = -9
-# CPython's has_ipv6 is a constant: "built with IPv6". Here it says whether the firmware has
-# TCP6, which only the firmware knows, and bitsnet touches no firmware at import: it is False
-# at import, set by bitsnet.install() (one LocateHandle for the TCP6 service binding -- no
-# ConnectController, no DHCP) and kept current whenever an AF_INET6 socket or an AF_UNSPEC
-# name lookup asks the NIC (``_ipv6_available``). socket.py copies it when it is imported,
-# which install() arranges to happen after the probe.
+# CPython's has_ipv6 is a constant: "built with IPv6"; here it is whether the firmware has TCP6,
+# False until bitsnet.install() probes (see netdb.has_ipv6, whose answer this publishes: it is
+# copied after every call that may have asked the NIC). socket.py copies it when it is
+# imported, which install() arranges to happen after the probe.
 has_ipv6 = False
 
-if _sys.version_info[0] >= 3:  # CPython 2.7 on Linux has neither (glibc headers aside)
-    SOCK_NONBLOCK = 0o4000
-    SOCK_CLOEXEC = 0o2000000
 _TYPE_FLAGS = 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC: Linux takes them in ``type``
 _SOCK_MAX = 11  # Linux: socket types 0..10 exist; others are EINVAL
 
@@ -166,40 +108,9 @@ FD_SETSIZE = 1024
 # fd on a host) and are never reused: a stale number cannot name a newer socket.
 FIRST_FD = 1000
 
-# glibc's messages for the EAI_* codes we raise.
-_GAI_MESSAGES = {
-    EAI_NONAME: "Name or service not known",
-    EAI_SERVICE: "Servname not supported for ai_socktype",
-    EAI_FAMILY: "ai_family not supported",
-    EAI_SOCKTYPE: "ai_socktype not supported",
-    EAI_BADFLAGS: "Bad value for ai_flags",
-    EAI_AGAIN: "Temporary failure in name resolution",
-    EAI_ADDRFAMILY: "Address family for hostname not supported",
-}
-
-# The services table a firmware has no /etc/services for: name -> (port, protocols).
-_SERVICES = {
-    "ftp": (21, ("tcp",)), "ssh": (22, ("tcp",)), "telnet": (23, ("tcp",)), "smtp": (25, ("tcp",)),
-    "domain": (53, ("tcp", "udp")), "bootps": (67, ("udp",)), "bootpc": (68, ("udp",)),
-    "tftp": (69, ("udp",)), "http": (80, ("tcp",)), "pop3": (110, ("tcp",)), "ntp": (123, ("udp",)),
-    "imap": (143, ("tcp",)), "snmp": (161, ("udp",)), "ldap": (389, ("tcp",)), "https": (443, ("tcp",)),
-    "syslog": (514, ("udp",)), "http-alt": (8080, ("tcp",)),
-}
-_PROTOCOLS = {"ip": IPPROTO_IP, "icmp": IPPROTO_ICMP, "tcp": IPPROTO_TCP, "udp": IPPROTO_UDP}
-
-# Names every firmware knows without DNS.
-_LOCALHOST = "127.0.0.1"
-_HOSTS = {"localhost": _LOCALHOST, "localhost.localdomain": _LOCALHOST}
-
 _default_timeout = [None]  # type: list   # setdefaulttimeout(); None = blocking
 
-try:
-    _INT_TYPES = (int, long)  # type: ignore[name-defined]  # noqa: F821   # 2.7: ints may be longs
-except NameError:
-    _INT_TYPES = (int,)  # type: ignore[assignment]
-
-
-_UNICODE = type(u"")  # str on 3, unicode on 2.7
+_INT_TYPES = _pyarg.INT_TYPES
 _NO_ADDRESS = object()  # sendto()'s address left out
 
 
@@ -207,142 +118,22 @@ def _error(err, detail=None):
     return _errors.socket_error(err, detail)
 
 
-# --- Argument checks: the exceptions CPython's argument parsing raises (issue 7 item 6) ------
-_C_INT = (-2 ** 31, 2 ** 31 - 1)
-_C_LONG = (-2 ** 63, 2 ** 63 - 1)
-_DEFAULT_ARG = -1 if _sys.version_info >= (3, 7) else object()  # socket()'s omitted argument (3.7+: -1)
-_SSIZE_MAX = 2 ** 63 - 1
+# --- Argument checks: the exceptions CPython's argument parsing raises (bitsnet/pyarg.py) -------
+_int = _pyarg.integer
+_size_arg = _pyarg.size
+_bytes_arg = _pyarg.bytes_copy
+_send_buffer = _pyarg.send_buffer
+_omitted = _pyarg.omitted
+_C_LONG = _pyarg.C_LONG
+_DEFAULT_ARG = _pyarg.DEFAULT_ARG
 # CPython allocates recv()'s result before it looks at the socket: sizes within this many bytes
-# of _SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
+# of SSIZE_MAX (the bytes/str object header, x64) are OverflowError, other huge ones MemoryError.
 _BYTES_HEADER = 33 if _sys.version_info[0] >= 3 else 37
-_MAX_RECV = _SSIZE_MAX - _BYTES_HEADER
+_MAX_RECV = _pyarg.SSIZE_MAX - _BYTES_HEADER
 _NOT_STREAM_RECV_FLAGS = ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL)  # any of these: EOPNOTSUPP
 # A recv() or recvfrom() up to this size hands over the received bytes without allocating a
 # result first; a larger one allocates as CPython does, so absurd sizes raise MemoryError too.
 _UNCOPIED_RECV_MAX = 1 << 24
-_MAX_TIMEOUT = 9.2e9  # seconds: beyond it CPython's _PyTime_t (int64 ns) overflows
-
-
-# PyArg's words for a non-integer where a C int is wanted: 2.7's and 3.x's differ.
-_NOT_AN_INTEGER = ("'%s' object cannot be interpreted as an integer" if _sys.version_info[0] >= 3
-                   else "an integer is required%.0s")  # 2.7 names no type: the %.0s drops it
-
-
-def _int(value, who="", bounds=_C_INT):
-    """``value`` as a C int (PyArg "i"): TypeError for non-integers (bool is an int),
-    OverflowError outside ``bounds``."""
-    if type(value) is int and bounds[0] <= value <= bounds[1]:
-        return value  # the common case, first: every recv and send checks its flags
-    if not isinstance(value, _INT_TYPES):
-        raise TypeError(_NOT_AN_INTEGER % type(value).__name__)
-    if not bounds[0] <= value <= bounds[1]:
-        raise OverflowError("%sPython int too large to convert to C %s" % (
-            who and who + ": ", "long" if bounds is _C_LONG else "int"))
-    return int(value)
-
-
-def _omitted(value):
-    """socket()'s argument left out (3.7+: -1, what socket.py passes for it; before, -1 is EINVAL)."""
-    return value is _DEFAULT_ARG or (_sys.version_info >= (3, 7) and isinstance(value, int) and value == -1)
-
-
-def _size_arg(value):
-    """A buffer size (PyArg "n", Py_ssize_t)."""
-    return _int(value, "", (-_SSIZE_MAX - 1, _SSIZE_MAX))
-
-
-def _seconds(value):
-    """A timeout in seconds as CPython converts it: TypeError, ValueError for NaN,
-    OverflowError when it does not fit; None stays None."""
-    if value is None:
-        return None
-    if not isinstance(value, _INT_TYPES + (float,)):
-        try:
-            value = float(value)  # objects with __float__ (Decimal, numpy)
-        except (TypeError, ValueError, AttributeError):
-            raise TypeError("Timeout value must be int, float or None")
-    if value != value:
-        raise ValueError("Invalid value NaN (not a number)")
-    if abs(value) > _MAX_TIMEOUT:
-        raise OverflowError("timestamp too large to convert to C _PyTime_t")
-    return float(value)
-
-
-def _str_arg(value, who):
-    """A text argument (PyArg "s"): str only (2.7: str or ASCII unicode), no NUL."""
-    if _sys.version_info[0] < 3 and isinstance(value, unicode):  # noqa: F821
-        value = value.encode("ascii")
-    if not isinstance(value, str):
-        raise TypeError("%s must be str, not %s" % (who, type(value).__name__))
-    if "\0" in value:
-        raise ValueError("embedded null character")
-    return value
-
-
-def _bytes_arg(value):
-    """A bytes-like argument (PyArg "y*"): TypeError for str (3.x), ints and the like."""
-    if isinstance(value, _INT_TYPES) or (_sys.version_info[0] >= 3 and isinstance(value, str)):
-        raise TypeError("a bytes-like object is required, not '%s'" % type(value).__name__)
-    return memoryview(value).tobytes()
-
-
-# What PyArg "y*" refuses outright (the rest is left to memoryview()): ints, None, and on 3.x str.
-_NOT_BYTES_LIKE = _INT_TYPES + (type(None),) + ((str,) if _sys.version_info[0] >= 3 else ())
-
-
-def _bytes_view(value):
-    """Data to send (PyArg "y*"): the object itself if it is bytes-like, else TypeError."""
-    if isinstance(value, _NOT_BYTES_LIKE):
-        raise TypeError("a bytes-like object is required, not '%s'" % type(value).__name__)
-    return value
-
-
-def _send_buffer(data):
-    """Data to send as (object, byte-wise memoryview of it); an object that is not byte-wise
-    (array('i'), a 2-D view) is copied to bytes first, as CPython counts bytes, not items."""
-    if isinstance(data, _NOT_BYTES_LIKE):
-        _bytes_view(data)  # raises the TypeError
-    try:
-        view = memoryview(data)
-    except TypeError:
-        if _sys.version_info[0] >= 3:  # CPython's "y*" message, not memoryview()'s
-            raise TypeError("a bytes-like object is required, not '%s'" % type(data).__name__)
-        data = _old_buffer_bytes(data)
-        view = memoryview(data)
-    if view.ndim != 1 or view.itemsize != 1:
-        data = view.tobytes()
-        view = memoryview(data)
-    return data, view
-
-
-def _old_buffer_bytes(data):
-    """2.7: what CPython 2.7's "s*" takes besides the new buffer protocol -- ASCII unicode
-    (the default encoding), buffer, array.array, mmap (old-style buffers) -- as a str."""
-    if isinstance(data, unicode):  # type: ignore[name-defined]  # noqa: F821
-        return data.encode("ascii")  # UnicodeEncodeError for other text, as CPython 2.7
-    try:
-        return str(buffer(data))  # type: ignore[name-defined]  # noqa: F821
-    except TypeError:
-        raise TypeError("must be string or buffer, not %s" % type(data).__name__)
-
-
-def _old_writable_view(target):
-    """2.7: a writable byte-wise memoryview of an old-style writable buffer (array.array...),
-    as CPython 2.7's "w*" takes it; TypeError if it has none."""
-    import ctypes
-    try:
-        size = len(buffer(target))  # type: ignore[name-defined]  # noqa: F821
-        return memoryview((ctypes.c_char * size).from_buffer(target))  # keeps ``target`` alive
-    except (TypeError, ValueError):
-        raise TypeError("argument 1 must be read-write buffer, not %s" % type(target).__name__)
-
-
-def _multicast(host):
-    """A multicast (224/4, ff00::/8) or the broadcast address: no TCP connection goes there."""
-    if ":" in host:
-        return host[:2].lower() == "ff"
-    first = host.split(".", 1)[0]
-    return host == "255.255.255.255" or (first.isdigit() and 224 <= int(first) <= 239)
 
 
 def _with_deadline(deadline, function, *args):
@@ -403,20 +194,13 @@ def _leave():
 
 
 def _efi_guarded(method):
-    """Translate an ``efi.EFIException`` that escaped a layer below into ``error`` (rule 4), and
-    refuse a second thread's concurrent entry (``_enter``)."""
-    @_functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        _enter()
-        try:
-            return method(self, *args, **kwargs)
-        except _efi.EFIException as exc:
-            status = exc.args[0] if exc.args else _efi.EFI_DEVICE_ERROR
-            raise _error(_errors.errno_for(status, method.__name__),
-                         "%s in %s" % (_errors.status_name(status), method.__name__))
-        finally:
-            _leave()
-    return guarded
+    """A socket method behind the error boundary (``errors.efi_boundary``: an ``efi.EFIException``
+    from a layer below becomes ``error``, rule 4), refusing a second thread's concurrent entry
+    (``_enter``)."""
+    return _errors.efi_boundary(method, _enter, _leave)
+
+
+_boundary = _errors.efi_boundary  # module functions and set-up/teardown: the same translation only
 
 
 # --- The fd table ------------------------------------------------------------------------------
@@ -467,24 +251,27 @@ def lookup(fd):
     return _fds.get(fd)
 
 
+def _publish_ipv6():
+    """Copy netdb's answer to "has the firmware TCP6?" into ``has_ipv6``."""
+    global has_ipv6
+    has_ipv6 = _netdb.has_ipv6
+
+
 def _ipv6_available():
     # type: () -> bool
     """Whether the NIC has TCP6 (asks the firmware; updates ``has_ipv6``)."""
-    global has_ipv6
-    from bitsnet import nic
     try:
-        has_ipv6 = nic.default_nic().has_ipv6()
-    except error:
-        has_ipv6 = False
-    return has_ipv6
+        return _netdb.ipv6_available()
+    finally:
+        _publish_ipv6()
 
 
 def _probe_ipv6():
     """For bitsnet.install(): TCP6 service bindings present? One LocateHandle, nothing else."""
-    global has_ipv6
-    from bitsnet import nic
-    has_ipv6 = nic.ipv6_present()
-    return has_ipv6
+    try:
+        return _netdb.probe_ipv6()
+    finally:
+        _publish_ipv6()
 
 
 def _new_endpoint(family, type, proto):
@@ -524,12 +311,13 @@ def _new_endpoint(family, type, proto):
 
 def _check_timeout(value):
     """settimeout()/setdefaulttimeout() argument -> None or a float >= 0."""
-    value = _seconds(value)
+    value = _pyarg.seconds(value)
     if value is not None and value < 0.0:
         raise ValueError("Timeout value out of range")
     return value
 
 
+@_boundary
 def getdefaulttimeout():
     """getdefaulttimeout() -> timeout
 
@@ -538,6 +326,7 @@ def getdefaulttimeout():
     return _default_timeout[0]
 
 
+@_boundary
 def setdefaulttimeout(timeout):
     """setdefaulttimeout(timeout)
 
@@ -583,10 +372,10 @@ def _inet6_address(address, who):
         raise OverflowError("%s(): flowinfo must be 0-1048575." % who)
     if host == "":
         return "::", port
-    literal = _families.ipv6_literal(host)
+    literal = _inet.ipv6_literal(host)
     if literal is not None:
         return literal, port
-    return getaddrinfo(host, port, AF_INET6)[0][4][0], port
+    return _netdb.getaddrinfo(host, port, AF_INET6)[0][4][0], port
 
 
 def _sockaddr(family, address, who):
@@ -596,48 +385,8 @@ def _sockaddr(family, address, who):
     return _inet_address(address, who)
 
 
-def _text(host):
-    """A host argument (str, bytes; unicode on 2.7) as str."""
-    if isinstance(host, str):
-        return host
-    if isinstance(host, (bytes, bytearray)):
-        return bytes(host).decode("ascii")
-    if _sys.version_info[0] < 3 and isinstance(host, unicode):  # noqa: F821
-        from bitsnet import dns
-        return dns.to_ascii(host)  # BITS quirk: no "idna" codec there (dns.to_ascii)
-    raise TypeError("str, bytes or bytearray expected, not %s" % type(host).__name__)
-
-
-def _host_address(host, passive=False):
-    """Dotted quad for ``host``: "" (INADDR_ANY if ``passive``), literals, local names."""
-    host = str(host)
-    if host == "":
-        return "0.0.0.0" if passive else _LOCALHOST
-    if host == "<broadcast>":
-        return "255.255.255.255"
-    literal = _parse_ipv4(host, strict=False)
-    if literal is not None:
-        return inet_ntoa(literal)
-    return _resolve_name(host)
-
-
-def _resolve_name(name):
-    """A host name -> dotted quad, without DNS for now (issue 5 adds bitsnet/dns.py here)."""
-    address = _HOSTS.get(name.lower().rstrip("."))
-    if address is not None:
-        return address
-    try:
-        from bitsnet import dns
-        resolve = dns.resolve
-    except (ImportError, AttributeError):
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    try:
-        return resolve(name)
-    except (gaierror, herror):
-        raise
-    except error as exc:
-        # No NIC, no address, DHCP silent: CPython's resolver says EAI_AGAIN, never a bare OSError.
-        raise gaierror(EAI_AGAIN, "%s (%s)" % (_GAI_MESSAGES[EAI_AGAIN], exc))
+_text = _netdb.host_text
+_host_address = _netdb.host_address
 
 
 # --- The socket type ---------------------------------------------------------------------------
@@ -654,6 +403,7 @@ class socket(object):
     __slots__ = ("_fd", "_descriptor", "_timeout", "_family", "_type", "_proto") + \
         (("__weakref__",) if _sys.version_info[0] < 3 else ())
 
+    @_boundary
     def __init__(self, family=_DEFAULT_ARG, type=_DEFAULT_ARG, proto=_DEFAULT_ARG, fileno=None):
         self._fd = -1
         self._descriptor = None
@@ -705,6 +455,7 @@ class socket(object):
         Return the integer file descriptor of the socket (-1 once closed)."""
         return self._fd
 
+    @_boundary
     def close(self):
         """close()
 
@@ -808,7 +559,7 @@ class socket(object):
             raise timeout("timed out")
 
     def _deadline(self):
-        return None if self._timeout is None else _events.clock() + self._timeout
+        return None if self._timeout is None else _clock.monotonic() + self._timeout
 
     def _out(self, address):
         """An endpoint's (host, port) as this family shows it: AF_INET6 has 4-tuples."""
@@ -881,7 +632,7 @@ class socket(object):
                     raise
                 return exc
             return None
-        if _multicast(remote[0]):
+        if _inet.is_multicast(remote[0]):
             # Linux (tcp_v4_connect, tcp_v6_connect): no TCP to a multicast or broadcast address.
             return _error(_errno.ENETUNREACH)
         descriptor = self._descriptor
@@ -1115,7 +866,7 @@ class socket(object):
         """recv_into(buffer, [nbytes[, flags]]) -> nbytes_read
 
         Receive up to nbytes bytes into the writable buffer (all of it if nbytes is 0)."""
-        buffer, nbytes = self._size(buffer, nbytes, "recv_into")
+        buffer, nbytes = _pyarg.writable_buffer(buffer, nbytes, "recv_into")
         return self._recv_into(buffer, nbytes, _int(flags))
 
     @_efi_guarded
@@ -1138,38 +889,11 @@ class socket(object):
     @_efi_guarded
     def recvfrom_into(self, buffer, nbytes=0, flags=0):
         """recvfrom_into(buffer[, nbytes[, flags]]) -> (nbytes, address info)"""
-        buffer, nbytes = self._size(buffer, nbytes, "recvfrom_into")
+        buffer, nbytes = _pyarg.writable_buffer(buffer, nbytes, "recvfrom_into")
         if self._type == SOCK_DGRAM:
             n, source = self._recvfrom_into(buffer, nbytes, _int(flags))
             return n, self._out(source)
         return self._recv_into(buffer, nbytes, _int(flags)), None
-
-    @staticmethod
-    def _size(buffer, nbytes, who):
-        """(the buffer to write into, how many bytes): CPython's checks of recv_into's
-        arguments; on 2.7 an old-style buffer (array.array) becomes a memoryview of it."""
-        if isinstance(buffer, _INT_TYPES) or buffer is None or \
-                (_sys.version_info[0] >= 3 and isinstance(buffer, str)):
-            raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
-                            % (who, type(buffer).__name__))
-        try:
-            view = memoryview(buffer)
-        except TypeError:
-            if _sys.version_info[0] >= 3:
-                raise
-            view = buffer = _old_writable_view(buffer)  # 2.7: array.array and other old buffers
-        if view.readonly:
-            raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
-                            % (who, type(buffer).__name__))
-        nbytes = _size_arg(nbytes)
-        if nbytes < 0:
-            raise ValueError("negative buffersize in %s" % who)
-        available = len(view) * view.itemsize
-        if nbytes == 0:
-            return buffer, available
-        if nbytes > available:
-            raise ValueError("buffer too small for requested bytes")
-        return buffer, nbytes
 
     def _recv_into(self, buffer, nbytes, flags):
         if self._type == SOCK_DGRAM:
@@ -1417,6 +1141,7 @@ class socket(object):
 SocketType = socket
 
 
+@_boundary
 def dup(fd):  # type: (int) -> int
     """dup(integer) -> integer
 
@@ -1428,6 +1153,7 @@ def dup(fd):  # type: (int) -> int
     return _register(descriptor)
 
 
+@_boundary
 def fromfd(fd, family, type, proto=0):
     """fromfd(fd, family, type[, proto]) -> socket object
 
@@ -1436,6 +1162,7 @@ def fromfd(fd, family, type, proto=0):
     return socket(family, type, proto, fileno=dup(fd))
 
 
+@_boundary
 def close(fd):
     """close(integer) -> None
 
@@ -1445,106 +1172,7 @@ def close(fd):
     _release(fd)
 
 
-class _PairEndpoint(object):
-    """One end of ``socketpair()``: an in-memory byte stream to its twin, no firmware at all.
-
-    It offers what select.py and the socket type ask of an endpoint, so a pair works with
-    select/poll/selectors -- asyncio's self-pipe is one (stdlib-surface.md 0.7; the fallback
-    in socket.py would need a loopback interface, which EDK2 does not have, facts 3.10).
-    """
-
-    LIMIT = 256 * 1024  # bytes the twin may queue here before send() would block
-    listening = False
-    connecting = False
-    local_address = remote_address = ("127.0.0.1", 0)
-
-    def __init__(self):
-        self.peer = None  # type: _PairEndpoint
-        self._rx = _buffers.ByteQueue()
-        self._eof = False  # the twin shut down writing or closed
-        self._write_shut = False
-        self._user_closed = False
-        self._options = {"reuseaddr": False, "keepalive": False, "nodelay": False, "rcvbuf": self.LIMIT,
-                         "sndbuf": self.LIMIT, "linger": None}
-
-    connected = property(lambda self: not self._user_closed)
-    closed = property(lambda self: self._user_closed)
-
-    def bind(self, address):
-        raise _error(_errno.EINVAL)
-
-    def connect_start(self, address):
-        raise _error(_errno.EISCONN)
-
-    def listen(self, backlog):
-        raise _error(_errno.EINVAL)
-
-    def accept(self):
-        raise _error(_errno.EINVAL)
-
-    def recv_into(self, buffer, nbytes=None, peek=False):
-        if self._rx:
-            return self._rx.readinto(buffer, nbytes, consume=not peek)
-        return 0 if self._eof else None
-
-    def recv(self, nbytes, peek=False):
-        if self._rx:
-            return self._rx.peek(nbytes) if peek else self._rx.read(nbytes)
-        return b"" if self._eof else None
-
-    def send(self, data):
-        peer = self.peer
-        if self._write_shut or peer is None:
-            raise _error(_errno.EPIPE)
-        space = self.LIMIT - len(peer._rx)
-        if space <= 0:
-            return None
-        view = memoryview(data)
-        n = min(len(view), space)
-        peer._rx.append(view[:n].tobytes())
-        return n
-
-    def shutdown(self, how):
-        if how in (SHUT_WR, SHUT_RDWR):
-            self._write_shut = True
-            if self.peer is not None:
-                self.peer._eof = True
-
-    def close(self, abort=False):
-        self._user_closed = True
-        peer, self.peer = self.peer, None
-        if peer is not None:
-            peer._eof = True
-            peer.peer = None
-
-    def progress(self):
-        pass
-
-    def can_recv(self):
-        return bool(self._rx) or self._eof
-
-    def can_send(self):
-        return self._write_shut or self.peer is None or len(self.peer._rx) < self.LIMIT
-
-    def acceptable(self):
-        return False
-
-    def take_error(self):
-        return 0
-
-    def has_error(self):  # an in-memory pipe has no errors to report (poll's POLLERR)
-        return False
-
-    def hung_up(self):  # the twin's close is EOF (POLLIN), as for a Unix-domain pair
-        return False
-
-    def set_option(self, name, value):
-        self._options[name] = value
-
-    def get_option(self, name):
-        return self._options[name]
-
-
+@_boundary
 def socketpair(family=AF_INET, type=SOCK_STREAM, proto=0):
     """socketpair([family[, type[, proto]]]) -> (socket object, socket object)
 
@@ -1553,412 +1181,37 @@ def socketpair(family=AF_INET, type=SOCK_STREAM, proto=0):
         raise _error(_errno.EAFNOSUPPORT)
     if type != SOCK_STREAM or proto not in (0, IPPROTO_TCP):
         raise _error(_errno.EOPNOTSUPP)
-    first, second = _PairEndpoint(), _PairEndpoint()
-    first.peer, second.peer = second, first
+    first, second = _socketpair.pair()
     return tuple(socket(fileno=_register(_Descriptor(end, family, type, proto))) for end in (first, second))
 
 
-# --- Names and services ------------------------------------------------------------------------
-def gethostname():
-    """gethostname() -> string: the firmware has no name of its own; "localhost"."""
-    return "localhost"
-
-
-def gethostbyname(hostname):
-    """gethostbyname(host) -> address: IP literals, "localhost", "" (0.0.0.0)."""
-    return _host_address(_text(hostname), passive=True)
-
-
-def gethostbyname_ex(hostname):
-    """gethostbyname_ex(host) -> (name, aliaslist, addresslist)"""
-    name = _text(hostname)
-    if _parse_ipv4(name, strict=False) is not None or name.lower().rstrip(".") in _HOSTS or not name:
-        return name, [], [gethostbyname(name)]
-    from bitsnet import dns
-    answer = dns.lookup(name)
-    return answer.name, list(answer.aliases), list(answer.addresses)
-
-
-def gethostbyaddr(ip_address):
-    """gethostbyaddr(host) -> (name, aliaslist, addresslist); only localhost is known."""
-    address = gethostbyname(ip_address)
-    if address == _LOCALHOST:
-        return "localhost", [], [address]
-    from bitsnet import dns
-    name, aliases = dns.reverse(address)
-    return name, list(aliases), [address]
-
-
-def _service_port(port, socktype, flags):
-    if port is None:
-        return 0
-    if isinstance(port, _INT_TYPES):
-        port = str(_int(port, "", (-2 ** 63, 2 ** 63 - 1)))  # PyLong_AsLong, then passed on as text
-    if isinstance(port, bytes) and not isinstance(port, str):
-        port = port.decode("ascii")
-    elif _sys.version_info[0] >= 3:
-        port.encode("utf-8")  # CPython encodes it: a lone surrogate is UnicodeEncodeError
-    elif not isinstance(port, str):
-        port = port.encode("ascii")  # 2.7 unicode
-    port = str(port).split("\0")[0]  # CPython hands getaddrinfo(3) a C string: it ends at a NUL
-    number = _strtoul_port(port)
-    if number is not None:
-        if number < 0:
-            raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
-        return number
-    if flags & AI_NUMERICSERV:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    proto = "udp" if socktype == SOCK_DGRAM else "tcp"
-    entry = _SERVICES.get(port)
-    if entry is None or (socktype and proto not in entry[1]):
-        raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
-    return entry[0]
-
-
-def _strtoul_port(text):
-    """glibc's numeric service: strtoul(text, 10) with nothing after it, stored in an int
-    (negative: refused) and used as a 16-bit port. None if ``text`` is not numeric."""
-    if text == "":
-        return 0  # strtoul stops at once, and the end of the string is "nothing after it"
-    body = text.lstrip(" \t\n\v\f\r")
-    sign = body[:1] if body[:1] in ("+", "-") else ""
-    digits = body[len(sign):]
-    if not digits or any(c not in "0123456789" for c in digits):
-        return None
-    value = min(int(digits), 2 ** 64 - 1)
-    if sign == "-" and value != 2 ** 64 - 1:
-        value = -value % 2 ** 64
-    value &= 0xffffffff
-    if value >= 2 ** 31:
-        return -1
-    return value & 0xffff
-
-
+# --- The public surface: one error boundary -------------------------------------------------------
+# The socket module's functions that live in netdb and inet, exported here behind the boundary
+# (``errors.efi_boundary``: an efi.EFIException met anywhere below becomes ``error``). Pure
+# functions are wrapped too, so that every public function of this module is covered alike.
+@_boundary
 def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (object, object, int, int, int, int) -> list
-    """getaddrinfo(host, port [, family, type, proto, flags]) -> list of (family, type, proto,
-    canonname, sockaddr)
-
-    Literals of both families (an IPv6 one may carry "%scope_id"), "localhost", names through
-    bitsnet.dns (A and, for AF_INET6 or AF_UNSPEC on a firmware with TCP6, AAAA: IPv6 first),
-    and None or "" (the wildcard with AI_PASSIVE, otherwise loopback; IPv4 first); ports as
-    numbers, numeric strings or service names (a built-in table)."""
-    if host is not None and not isinstance(host, (str, bytes, bytearray)) and \
-            not (_sys.version_info[0] < 3 and isinstance(host, unicode)):  # type: ignore[name-defined]  # noqa: F821
-        raise TypeError("getaddrinfo() argument 1 must be string or None")
-    if port is not None and not isinstance(port, _INT_TYPES + (str, bytes, _UNICODE)):
-        raise error("Int or String expected")
-    family, type, proto, flags = _int(family), _int(type), _int(proto), _int(flags)
-    if host is None and port is None:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    if flags & ~_AI_KNOWN or (flags & AI_CANONNAME and host is None):
-        raise gaierror(EAI_BADFLAGS, _GAI_MESSAGES[EAI_BADFLAGS])  # glibc's first checks
-    if family not in (AF_UNSPEC, AF_INET, AF_INET6):
-        raise gaierror(EAI_FAMILY, _GAI_MESSAGES[EAI_FAMILY])
-    if type not in (0, SOCK_STREAM, SOCK_DGRAM):
-        raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
-    if host is None and port is None:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    if proto not in (0, IPPROTO_TCP, IPPROTO_UDP) and type == 0:
-        raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
-    if proto and type and (type, proto) not in ((SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)):
-        raise gaierror(EAI_SOCKTYPE, _GAI_MESSAGES[EAI_SOCKTYPE])
-    port = _service_port(port, type, flags)
-    if host is not None and not host:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])  # glibc: "" is no name; None is
-    if host is None:
-        # IPv4 first, as glibc orders the wildcards; IPv6 only when the firmware has it (the
-        # probe's answer: no firmware call here). EDK2 has no loopback interface (facts 3.10),
-        # so the non-passive answer matters on the simulator only; it is ordered the same way.
-        wanted = [AF_INET, AF_INET6] if family == AF_UNSPEC else [family]
-        addresses = [(af, _families.of(af).wildcard if flags & AI_PASSIVE else _families.of(af).loopback, 0)
-                     for af in wanted if af == AF_INET or family == AF_INET6 or has_ipv6]
-    else:
-        addresses = _host_addresses(_text(host), family, flags)
-    canonname = str(host) if flags & AI_CANONNAME and host else ""
-    kinds = [(SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)]
-    out = []  # type: list
-    for af, address, scope in addresses:
-        sockaddr = (address, port) if af == AF_INET else (address, port, 0, scope)
-        out.extend((af, kind, number, "", sockaddr) for kind, number in kinds
-                   if type in (0, kind) and proto in (0, number))
-    if out and canonname:
-        out[0] = out[0][:3] + (canonname,) + out[0][4:]  # glibc: only the first entry carries it
-    return out
-
-
-def _host_addresses(host, family, flags):
-    """[(family, address, scope_id)] for a host name or literal, in the order to try them."""
-    text, _, scope = host.partition("%")
-    literal6 = _families.pack_ipv6(text) if ":" in text else None
-    if literal6 is not None:
-        if family == AF_INET:
-            raise gaierror(EAI_ADDRFAMILY, _GAI_MESSAGES[EAI_ADDRFAMILY])
-        return [(AF_INET6, _families.format_ipv6(literal6), int(scope) if scope.isdigit() else 0)]
-    if scope:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    literal = _parse_ipv4(host, strict=False)
-    if literal is not None:
-        if family == AF_INET6:
-            if flags & AI_V4MAPPED:
-                return [(AF_INET6, "::ffff:" + inet_ntoa(literal), 0)]
-            raise gaierror(EAI_ADDRFAMILY, _GAI_MESSAGES[EAI_ADDRFAMILY])
-        return [(AF_INET, inet_ntoa(literal), 0)]
-    if flags & AI_NUMERICHOST:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    local = host.lower().rstrip(".") in _HOSTS
-    if family == AF_INET or (family == AF_UNSPEC and (local or not _ipv6_available())):
-        # "localhost" under AF_UNSPEC: 127.0.0.1 only, as glibc answers from an /etc/hosts
-        # without "::1 localhost" (a firmware has no loopback interface anyway, facts 3.10).
-        return [(AF_INET, _resolve_name(host), 0)]
-    if family == AF_INET6:
-        return [(AF_INET6, address, 0) for address in _resolve_names6(host)]
-    # AF_UNSPEC on a firmware with IPv6: AAAA first (RFC 6724's default policy prefers IPv6),
-    # then A; either may be missing; socket.create_connection tries them in this order.
-    found = []
-    failure = None
-    for af, resolve in ((AF_INET6, _resolve_names6), (AF_INET, lambda name: [_resolve_name(name)])):
-        try:
-            found.extend((af, address, 0) for address in resolve(host))
-        except gaierror as exc:
-            failure = exc  # if both fail, A's error is the one to report (as before IPv6)
-    if not found:
-        raise failure
-    return found
-
-
-def _resolve_names6(name):
-    """The IPv6 addresses of a name: "localhost" is ::1; otherwise AAAA through bitsnet.dns."""
-    if name.lower().rstrip(".") in _HOSTS:
-        return ["::1"]
-    from bitsnet import dns
     try:
-        return list(dns.lookup(name, dns.TYPE_AAAA).addresses)
-    except (gaierror, herror):
-        raise
-    except error as exc:
-        raise gaierror(EAI_AGAIN, "%s (%s)" % (_GAI_MESSAGES[EAI_AGAIN], exc))
+        return _netdb.getaddrinfo(host, port, family, type, proto, flags)
+    finally:
+        _publish_ipv6()  # an AF_UNSPEC lookup may have asked the NIC
 
 
-def getnameinfo(sockaddr, flags):
-    """getnameinfo(sockaddr, flags) -> (host, port): numeric host; service name if known."""
-    if not isinstance(sockaddr, tuple):
-        raise TypeError("getnameinfo() argument 1 must be a tuple")
-    if not 2 <= len(sockaddr) <= 4:
-        raise TypeError("getnameinfo(): illegal sockaddr argument")
-    host, port = _str_arg(sockaddr[0], "getnameinfo() argument 1"), _int(sockaddr[1])
-    flags = _int(flags)
-    scope_id = _int(sockaddr[3], "", (0, 2 ** 32 - 1)) if len(sockaddr) > 3 else 0
-    if len(sockaddr) > 2 and _int(sockaddr[2], "", (-2 ** 31, 2 ** 32 - 1)) & 0xffffffff > 0xfffff:
-        raise OverflowError("%s: flowinfo must be 0-1048575." % (  # CPython's "I", then the check
-            "getnameinfo()" if _sys.version_info >= (3, 7) else "getsockaddrarg"))
-    literal6 = _families.ipv6_literal(host) if ":" in host else None
-    if literal6 is None and len(sockaddr) != 2:
-        raise error("IPv4 sockaddr must be 2 tuple")
-    port = _strtoul_port(str(port))  # CPython resolves (host, "%d" % port) first
-    if port < 0:
-        raise gaierror(EAI_SERVICE, _GAI_MESSAGES[EAI_SERVICE])
-    if literal6 is not None:
-        local = literal6 == "::1"
-        if scope_id and literal6.startswith("fe80:"):
-            literal6 += "%%%d" % scope_id  # glibc writes the interface name; EFI has only numbers
-        host = literal6
-    else:
-        host = gethostbyname(host)
-        local = host == _LOCALHOST
-    if flags & NI_NAMEREQD and not local:
-        raise gaierror(EAI_NONAME, _GAI_MESSAGES[EAI_NONAME])
-    if not flags & NI_NUMERICHOST and local:
-        host = "localhost"
-    service = str(port)
-    if not flags & NI_NUMERICSERV:
-        proto = "udp" if flags & NI_DGRAM else "tcp"
-        for name, (number, protos) in sorted(_SERVICES.items()):
-            if number == port and proto in protos:
-                service = name
-                break
-    return host, service
-
-
-def getservbyname(servicename, protocolname=None):
-    """getservbyname(servicename[, protocolname]) -> integer (from a built-in table)."""
-    servicename = _str_arg(servicename, "getservbyname() argument 1")
-    if protocolname is not None:
-        protocolname = _str_arg(protocolname, "getservbyname() argument 2")
-    entry = _SERVICES.get(servicename)
-    if entry is None or (protocolname and protocolname not in entry[1]):
-        raise error("service/proto not found")
-    return entry[0]
-
-
-def getservbyport(port, protocolname=None):
-    """getservbyport(port[, protocolname]) -> string (from a built-in table)."""
-    port = _int(port)
-    if not 0 <= port <= 0xffff:
-        raise OverflowError("getservbyport: port must be 0-65535.")
-    if protocolname is not None:
-        protocolname = _str_arg(protocolname, "getservbyport() argument 2")
-    for name, (number, protos) in sorted(_SERVICES.items()):
-        if number == port and (not protocolname or protocolname in protos):
-            return name
-    raise error("port/proto not found")
-
-
-def getprotobyname(name):
-    """getprotobyname(name) -> integer"""
-    name = _str_arg(name, "getprotobyname() argument")
-    try:
-        return _PROTOCOLS[name]
-    except KeyError:
-        raise error("protocol not found")
-
-
-# --- Address conversion ------------------------------------------------------------------------
-def _parse_ipv4(text, strict):
-    """4 packed bytes for ``text``, or None. strict: inet_pton's a.b.c.d (decimal, no leading
-    zeros); otherwise inet_aton's forms (a, a.b, a.b.c; octal and hex parts)."""
-    parts = text.split(".")
-    if not 1 <= len(parts) <= 4 or (strict and len(parts) != 4):
-        return None
-    numbers = []
-    for part in parts:
-        if strict:
-            if not part.isdigit() or len(part) > 3 or (len(part) > 1 and part[0] == "0"):
-                return None
-            numbers.append(int(part))
-            continue
-        try:
-            if part[:2].lower() == "0x":
-                numbers.append(int(part[2:], 16) if len(part) > 2 else 0)
-            elif len(part) > 1 and part[0] == "0":
-                numbers.append(int(part[1:], 8))
-            elif part.isdigit():
-                numbers.append(int(part))
-            else:
-                return None
-        except ValueError:
-            return None
-    last_bits = 8 * (5 - len(numbers))
-    if any(n > 255 for n in numbers[:-1]) or numbers[-1] >= 1 << last_bits or min(numbers) < 0:
-        return None
-    value = numbers[-1]
-    for i, n in enumerate(numbers[:-1]):
-        value |= n << (24 - 8 * i)
-    return _struct.pack("!I", value)
-
-
-def _parse_aton(text):
-    """glibc's inet_aton: 1-4 parts, each strtoul base 0 (0x hex, 0 octal), the last filling
-    the remaining bytes; anything after ASCII whitespace is ignored. 4 bytes or None."""
-    parts = []
-    i, n = 0, len(text)
-    while True:
-        if i >= n or not "0" <= text[i] <= "9":
-            return None
-        start = i
-        if text[i] == "0" and i + 1 < n and text[i + 1] in "xX" and i + 2 < n and \
-                text[i + 2] in "0123456789abcdefABCDEF":
-            i += 2
-            digits, base = "0123456789abcdefABCDEF", 16
-        elif text[i] == "0":
-            digits, base = "01234567", 8
-        else:
-            digits, base = "0123456789", 10
-        begin = i
-        while i < n and text[i] in digits:
-            i += 1
-        value = int(text[begin:i], base) if i > begin else 0
-        if value > 0xffffffff or i == start:
-            return None
-        parts.append(value)
-        if i < n and text[i] == ".":
-            if len(parts) > 3 or value > 0xff:
-                return None
-            i += 1
-            continue
-        break
-    if i < n and text[i] not in " \t\n\v\f\r":
-        return None
-    last_bits = 8 * (5 - len(parts))
-    if parts[-1] >= 1 << last_bits:
-        return None
-    value = parts[-1]
-    for k, part in enumerate(parts[:-1]):
-        value |= part << (24 - 8 * k)
-    return _struct.pack("!I", value)
-
-
-def inet_aton(string):
-    """inet_aton(string) -> bytes giving packed 32-bit IP representation"""
-    packed = _parse_aton(_str_arg(string, "inet_aton() argument 1"))
-    if packed is None:
-        raise error("illegal IP address string passed to inet_aton")
-    return packed
-
-
-def inet_ntoa(packed_ip):
-    """inet_ntoa(packed_ip) -> ip_address_string"""
-    packed = bytearray(_bytes_arg(packed_ip))
-    if len(packed) != 4:
-        raise error("packed IP wrong length for inet_ntoa")
-    return "%d.%d.%d.%d" % tuple(packed)
-
-
-def inet_pton(address_family, ip_string):
-    """inet_pton(af, ip) -> packed IP address string (AF_INET or AF_INET6)"""
-    address_family = _int(address_family)
-    ip_string = _str_arg(ip_string, "inet_pton() argument 2")
-    if address_family == AF_INET:
-        packed = _parse_ipv4(ip_string, strict=True)
-    elif address_family == AF_INET6:
-        packed = _families.pack_ipv6(ip_string)
-    else:
-        raise _error(_errno.EAFNOSUPPORT)
-    if packed is None:
-        raise error("illegal IP address string passed to inet_pton")
-    return packed
-
-
-def inet_ntop(address_family, packed_ip):
-    """inet_ntop(af, packed_ip) -> string formatted IP address (glibc's formatting)"""
-    address_family = _int(address_family)
-    packed = _bytes_arg(packed_ip)
-    if address_family == AF_INET:
-        if len(packed) != 4:
-            raise ValueError("invalid length of packed IP address string")
-        return inet_ntoa(packed)
-    if address_family != AF_INET6:
-        raise ValueError("unknown address family %d" % address_family)
-    if len(packed) != 16:
-        raise ValueError("invalid length of packed IP address string")
-    return _families.format_ipv6(packed)
-
-
-def _unsigned(x, bits, who):
-    if not isinstance(x, _INT_TYPES):
-        raise TypeError("expected int, %s found" % type(x).__name__)
-    if x < 0:
-        raise OverflowError("%s: can't convert negative Python int to C %d-bit unsigned integer" % (who, bits))
-    if x >> bits:
-        raise OverflowError("%s: Python int too large to convert to C %d-bit unsigned integer" % (who, bits))
-    return int(x)
-
-
-def htons(x):
-    """htons(integer) -> integer: 16-bit host to network byte order."""
-    return _struct.unpack("!H", _struct.pack("=H", _unsigned(x, 16, "htons")))[0]
-
-
-def ntohs(x):
-    """ntohs(integer) -> integer: 16-bit network to host byte order."""
-    return _struct.unpack("=H", _struct.pack("!H", _unsigned(x, 16, "ntohs")))[0]
-
-
-def htonl(x):
-    """htonl(integer) -> integer: 32-bit host to network byte order."""
-    return _struct.unpack("!I", _struct.pack("=I", _unsigned(x, 32, "htonl")))[0]
-
-
-def ntohl(x):
-    """ntohl(integer) -> integer: 32-bit network to host byte order."""
-    return _struct.unpack("=I", _struct.pack("!I", _unsigned(x, 32, "ntohl")))[0]
-
+getaddrinfo.__doc__ = _netdb.getaddrinfo.__doc__
+gethostname = _boundary(_netdb.gethostname)
+gethostbyname = _boundary(_netdb.gethostbyname)
+gethostbyname_ex = _boundary(_netdb.gethostbyname_ex)
+gethostbyaddr = _boundary(_netdb.gethostbyaddr)
+getnameinfo = _boundary(_netdb.getnameinfo)
+getservbyname = _boundary(_netdb.getservbyname)
+getservbyport = _boundary(_netdb.getservbyport)
+getprotobyname = _boundary(_netdb.getprotobyname)
+inet_aton = _boundary(_inet.inet_aton)
+inet_ntoa = _boundary(_inet.inet_ntoa)
+inet_pton = _boundary(_inet.inet_pton)
+inet_ntop = _boundary(_inet.inet_ntop)
+htons = _boundary(_inet.htons)
+ntohs = _boundary(_inet.ntohs)
+htonl = _boundary(_inet.htonl)
+ntohl = _boundary(_inet.ntohl)
+_strtoul_port = _netdb.strtoul_port  # (tests compare with it)

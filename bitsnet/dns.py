@@ -1,7 +1,7 @@
 """Name resolution: IP literals, the hosts table, the firmware's DNS4, or bitsnet's own DNS client.
 
-Contents: ``EAI_*``/``HOST_NOT_FOUND``... and their messages (glibc's, for ``_socket`` to
-re-export) -- ``hosts`` (``HostsTable``; ``HOSTS_FILES`` are read at the first lookup) -- the
+Contents: ``HOST_NOT_FOUND``... and their messages (glibc's; the ``EAI_*`` table is
+``errors``', re-exported here) -- ``hosts`` (``HostsTable``; ``HOSTS_FILES`` are read at the first lookup) -- the
 resolver API (``resolve``, ``lookup``, ``reverse``, ``set_servers``, ``servers``, ``reset``) --
 the DNS4 path -- the own client over ``udp.UdpEndpoint`` -- the message codec (``build_query``,
 ``parse_response``).
@@ -41,36 +41,12 @@ import struct
 
 import efi
 
-from bitsnet import efidefs, entropy, errors, events, family, ipconfig, nic
+from bitsnet import clock, efidefs, entropy, errors, events, inet, ipconfig, nic
 
-# --- getaddrinfo error codes: glibc's values (netdb.h), as CPython's socket module has them --------
-EAI_BADFLAGS = -1
-EAI_NONAME = -2
-EAI_AGAIN = -3
-EAI_FAIL = -4
-EAI_NODATA = -5
-EAI_FAMILY = -6
-EAI_SOCKTYPE = -7
-EAI_SERVICE = -8
-EAI_ADDRFAMILY = -9
-EAI_MEMORY = -10
-EAI_SYSTEM = -11
-EAI_OVERFLOW = -12
-
-EAI_MESSAGES = {  # glibc's gai_strerror
-    EAI_BADFLAGS: "Bad value for ai_flags",
-    EAI_NONAME: "Name or service not known",
-    EAI_AGAIN: "Temporary failure in name resolution",
-    EAI_FAIL: "Non-recoverable failure in name resolution",
-    EAI_NODATA: "No address associated with hostname",
-    EAI_FAMILY: "ai_family not supported",
-    EAI_SOCKTYPE: "ai_socktype not supported",
-    EAI_SERVICE: "Servname not supported for ai_socktype",
-    EAI_ADDRFAMILY: "Address family for hostname not supported",
-    EAI_MEMORY: "Memory allocation failure",
-    EAI_SYSTEM: "System error",
-    EAI_OVERFLOW: "Argument buffer overflow",
-}
+# getaddrinfo's error codes and glibc's messages: the one table is in errors (re-exported here).
+from bitsnet.errors import EAI_ADDRFAMILY, EAI_AGAIN, EAI_BADFLAGS, EAI_FAIL, EAI_FAMILY  # noqa: F401
+from bitsnet.errors import EAI_MEMORY, EAI_MESSAGES, EAI_NODATA, EAI_NONAME, EAI_OVERFLOW  # noqa: F401
+from bitsnet.errors import EAI_SERVICE, EAI_SOCKTYPE, EAI_SYSTEM  # noqa: F401
 
 # h_errno values (netdb.h) and hstrerror's messages, for herror.
 HOST_NOT_FOUND = 1
@@ -112,7 +88,7 @@ _cache = collections.OrderedDict()  # type: collections.OrderedDict   # (name, q
 
 
 def gaierror(code):
-    return errors.gaierror(code, EAI_MESSAGES[code])
+    return errors.gai_error(code)
 
 
 def herror(code):
@@ -124,17 +100,9 @@ class DnsFormatError(ValueError):
 
 
 def _ipv4_literal(text):
-    """'a.b.c.d' (strictly four decimal parts 0..255) normalised, or None."""
-    parts = str(text).split(".")
-    if len(parts) != 4:
-        return None
-    try:
-        values = [int(p, 10) for p in parts]
-    except ValueError:
-        return None
-    if not all(p.isdigit() for p in parts) or not all(0 <= v <= 255 for v in values):
-        return None
-    return "%d.%d.%d.%d" % tuple(values)
+    """The canonical dotted quad of an IPv4 literal in the forms getaddrinfo takes
+    (``inet.parse_ipv4(text, strict=False)``: "127.1", "0x7f.0.0.1"), or None."""
+    return inet.ipv4_text(text, strict=False)
 
 
 # --- the hosts table --------------------------------------------------------------------------------
@@ -154,9 +122,9 @@ class HostsTable(object):
 
     def add(self, address, name, *aliases):
         if _ipv4_literal(address) is None:
-            if family.ipv6_literal(address) is None:
+            if inet.ipv6_literal(address) is None:
                 raise ValueError("not an IP address: %r" % (address,))
-            address = family.ipv6_literal(address)
+            address = inet.ipv6_literal(address)
         canonical = name.rstrip(".")
         for each in (canonical,) + tuple(a.rstrip(".") for a in aliases):
             entry = self._by_name.setdefault(each.lower(), (canonical, list(aliases), []))
@@ -171,7 +139,7 @@ class HostsTable(object):
         with open(path) as f:
             for line in f:
                 fields = line.split("#", 1)[0].split()
-                if len(fields) >= 2 and (_ipv4_literal(fields[0]) or family.ipv6_literal(fields[0])):
+                if len(fields) >= 2 and (_ipv4_literal(fields[0]) or inet.ipv6_literal(fields[0])):
                     self.add(fields[0], fields[1], *fields[2:])
                     taken += 1
         return taken
@@ -243,7 +211,7 @@ def lookup(name, qtype=TYPE_A):
     AAAA questions always go through bitsnet's own client, over UDP4 to the same servers:
     EFI_DNS4's HostNameToIp asks only for A records (facts 6.2), and EFI_DNS6 would need IPv6
     DNS servers, which IP6 Config rarely has where DHCPv6 is not run (facts 5.3, 6.2)."""
-    literal = _ipv4_literal(name) if qtype == TYPE_A else family.ipv6_literal(str(name))
+    literal = _ipv4_literal(name) if qtype == TYPE_A else inet.ipv6_literal(str(name))
     if literal is not None:
         return Answer(literal, [], [literal])
     name = _check_name(name)
@@ -353,7 +321,7 @@ def _cached(key):
     entry = _cache.get(key)
     if entry is None:
         return None
-    if entry[0] <= events.clock():
+    if entry[0] <= clock.monotonic():
         del _cache[key]
         return None
     return entry[1]
@@ -363,7 +331,7 @@ def _remember(key, value, ttl):
     if ttl <= 0:
         return
     _cache.pop(key, None)
-    _cache[key] = (events.clock() + min(ttl, MAX_CACHE_TTL), value)
+    _cache[key] = (clock.monotonic() + min(ttl, MAX_CACHE_TTL), value)
     while len(_cache) > CACHE_SIZE:
         _cache.popitem(last=False)
 
@@ -456,7 +424,7 @@ def _exchange(ep, query, server, ident, qname, qtype):
         ep.sendto(query, (server, DNS_PORT))
     except errors.error:
         return None
-    deadline = events.clock() + TIMEOUT
+    deadline = clock.monotonic() + TIMEOUT
     while events.wait_until(ep.can_recv, deadline, poll=ep.progress):
         try:
             got = ep.recvfrom(65535)
@@ -530,7 +498,7 @@ def _dns4_lookup(name, server_list):
             return [], None
         # EDK2 retransmits every RetryInterval (>= 2 s) RetryCount times, then EFI_TIMEOUT.
         limit = max(2, config.RetryInterval) * (config.RetryCount + 1) + 1.0
-        if not events.wait_until(lambda: events.check(op), events.clock() + limit,
+        if not events.wait_until(lambda: events.check(op), clock.monotonic() + limit,
                                  poll=lambda: proto.Poll(ctypes.byref(proto))):
             proto.Cancel(ctypes.byref(proto), ctypes.byref(token))
             events.check(op)
@@ -636,7 +604,7 @@ def parse_response(data, ident, qname, qtype, deadline=None):
 
     Raises DnsFormatError for anything else: not a response, another ID or question, broken
     lengths or names, more parsing work than ``MAX_PARSE_STEPS``, ``deadline`` (the
-    ``events.clock()`` time the query gives up) passed while parsing. A, AAAA and CNAME/PTR
+    ``clock.monotonic()`` time the query gives up) passed while parsing. A, AAAA and CNAME/PTR
     records are decoded; other types are skipped; records past ``MAX_RECORDS`` are ignored.
     """
     budget = [MAX_PARSE_STEPS]
@@ -665,7 +633,7 @@ def parse_response(data, ident, qname, qtype, deadline=None):
     if truncated:
         return rcode, True, records  # rejected by the caller; the rest may be cut anywhere
     for count in range(min(ancount, MAX_RECORDS)):
-        if deadline is not None and count % DEADLINE_EVERY == DEADLINE_EVERY - 1 and events.clock() > deadline:
+        if deadline is not None and count % DEADLINE_EVERY == DEADLINE_EVERY - 1 and clock.monotonic() > deadline:
             raise DnsFormatError("the query's deadline passed while parsing its answer")
         owner, offset = read_name(packet, offset, budget)
         if offset + 10 > len(packet):
@@ -680,11 +648,11 @@ def parse_response(data, ident, qname, qtype, deadline=None):
             if rtype == TYPE_A:
                 if rdlength != 4:
                     raise DnsFormatError("A record of %d bytes" % rdlength)
-                records.append((owner, rtype, ttl, "%d.%d.%d.%d" % tuple(packet[offset:offset + 4])))
+                records.append((owner, rtype, ttl, inet.format_ipv4(bytes(packet[offset:offset + 4]))))
             elif rtype == TYPE_AAAA:
                 if rdlength != 16:
                     raise DnsFormatError("AAAA record of %d bytes" % rdlength)
-                records.append((owner, rtype, ttl, family.format_ipv6(bytes(packet[offset:offset + 16]))))
+                records.append((owner, rtype, ttl, inet.format_ipv6(bytes(packet[offset:offset + 16]))))
             elif rtype in (TYPE_CNAME, TYPE_PTR):
                 target, used = read_name(packet, offset, budget)
                 if used > rdata_end:

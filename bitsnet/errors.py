@@ -9,7 +9,12 @@ exist, with the errno and message shape CPython's own ``_socket`` gives (DESIGN.
                 An EFI_TIMEOUT *status* (EDK2 gave up) is ``error(ETIMEDOUT)``, not ``timeout``.
 
 ``_STATUS_TO_ERRNO`` is the one table (efi-network-facts.md section 1.3); the few rows that
-depend on the operation are spelled out in ``errno_for``.
+depend on the operation are spelled out in ``errno_for``. ``efi_boundary`` is the one place where
+an ``efi.EFIException`` that escaped the layers below becomes ``error``: the socket module's
+public functions and methods are wrapped in it, so no firmware exception reaches a program.
+
+``EAI_*`` and ``EAI_MESSAGES`` are the one table of getaddrinfo's error codes (glibc's values and
+``gai_strerror`` texts); ``gai_error(code)`` builds the ``gaierror`` CPython raises for one.
 
 Errno numbers come from the ``errno`` module as ``bitsnet.errnos`` completes it (imported first,
 here and by ``bitsnet/__init__``): in BITS, whose ``errno`` has only GRUB's nine names, a name is
@@ -20,6 +25,7 @@ never read before that has run. Messages come from ``strerror`` (``errnos.strerr
 from bitsnet import errnos  # first: completes the errno module (BITS has 9 GRUB names)
 
 import errno
+import functools
 import sys
 
 import efi
@@ -46,6 +52,44 @@ if sys.version_info >= (3, 10):
 else:
     class timeout(error):  # type: ignore[no-redef,valid-type,misc]
         """A bitsnet deadline expired (settimeout)."""
+
+
+# --- getaddrinfo error codes: glibc's values (netdb.h), as CPython's socket module has them --------
+EAI_BADFLAGS = -1
+EAI_NONAME = -2
+EAI_AGAIN = -3
+EAI_FAIL = -4
+EAI_NODATA = -5
+EAI_FAMILY = -6
+EAI_SOCKTYPE = -7
+EAI_SERVICE = -8
+EAI_ADDRFAMILY = -9
+EAI_MEMORY = -10
+EAI_SYSTEM = -11
+EAI_OVERFLOW = -12
+
+EAI_MESSAGES = {  # glibc's gai_strerror
+    EAI_BADFLAGS: "Bad value for ai_flags",
+    EAI_NONAME: "Name or service not known",
+    EAI_AGAIN: "Temporary failure in name resolution",
+    EAI_FAIL: "Non-recoverable failure in name resolution",
+    EAI_NODATA: "No address associated with hostname",
+    EAI_FAMILY: "ai_family not supported",
+    EAI_SOCKTYPE: "ai_socktype not supported",
+    EAI_SERVICE: "Servname not supported for ai_socktype",
+    EAI_ADDRFAMILY: "Address family for hostname not supported",
+    EAI_MEMORY: "Memory allocation failure",
+    EAI_SYSTEM: "System error",
+    EAI_OVERFLOW: "Argument buffer overflow",
+}
+
+
+def gai_error(code, detail=None):
+    """``gaierror(code, message)`` with glibc's message for ``code`` (``detail`` appended)."""
+    message = EAI_MESSAGES[code]
+    if detail:
+        message = "%s (%s)" % (message, detail)
+    return gaierror(code, message)
 
 
 ECANCELED = errno.ECANCELED  # Python 2.7's errno lacks it; errnos added Linux's value
@@ -128,3 +172,31 @@ def raise_for_status(status, op):
     if status == efi.EFI_SUCCESS:
         return
     raise socket_error(errno_for(status, op), "%s in %s" % (status_name(status), op))
+
+
+def from_efi_exception(exc, op):
+    """The ``error`` for an ``efi.EFIException`` (its status in ``args[0]``) met in ``op``."""
+    status = exc.args[0] if exc.args else efi.EFI_DEVICE_ERROR
+    return socket_error(errno_for(status, op), "%s in %s" % (status_name(status), op))
+
+
+def efi_boundary(function, enter=None, leave=None):
+    """``function`` wrapped so that an ``efi.EFIException`` escaping it is raised as ``error``
+    (``from_efi_exception``, named after ``function``). ``enter()`` and ``leave()``, if given,
+    run around each call (the socket layer's one-thread-at-a-time rule). The wrapper carries
+    ``efi_boundary = True``, so a test can check that a public entry point is covered."""
+    op = function.__name__
+
+    @functools.wraps(function)
+    def boundary(*args, **kwargs):
+        if enter is not None:
+            enter()
+        try:
+            return function(*args, **kwargs)
+        except efi.EFIException as exc:
+            raise from_efi_exception(exc, op)
+        finally:
+            if leave is not None:
+                leave()
+    boundary.efi_boundary = True  # type: ignore[attr-defined]
+    return boundary
