@@ -21,6 +21,8 @@ from ctypes import POINTER, Structure, Union
 import efi
 from efi import BOOLEAN, UINT8, UINT16, UINT32, EFI_HANDLE
 
+from bitsnet import inet
+
 
 # --- GUIDs (efi-network-facts.md section 2.5) ----------------------------------------------
 EFI_SIMPLE_NETWORK_PROTOCOL_GUID = uuid.UUID("a19832b9-ac25-11d3-9a2d-0090273fc14d")
@@ -95,10 +97,10 @@ def ipv4(text=None):
     """EFI_IPv4_ADDRESS from dotted-quad text; None or "" gives 0.0.0.0."""
     address = EFI_IPv4_ADDRESS()
     if text:
-        parts = [int(p) for p in text.split(".")]
-        if len(parts) != 4 or not all(0 <= p <= 255 for p in parts):
+        packed = inet.parse_ipv4(text, strict=True)  # inet_pton's a.b.c.d: "010" is refused
+        if packed is None:
             raise ValueError("not an IPv4 address: %r" % (text,))
-        address.Addr[:] = parts
+        address.Addr[:] = list(bytearray(packed))
     return address
 
 

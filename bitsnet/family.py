@@ -1,7 +1,7 @@
 """What differs between AF_INET and AF_INET6, in one place; everything else is shared.
 
 Contents: address text <-> packed bytes for both families (``pack_ipv4``, ``pack_ipv6``,
-``format_ipv6`` -- glibc's inet_pton/inet_ntop rules, pure Python) -- ``Family``: per family
+``format_ipv6``, ``ipv6_literal``: bitsnet.inet's, re-exported) -- ``Family``: per family
 the service-binding GUIDs, the EFI protocol classes and structures, the address conversions,
 the wildcard and loopback addresses, and the config-data builders -- ``INET``, ``INET6``,
 ``of(af)``.
@@ -19,7 +19,7 @@ where the family supplies it. Nothing here touches the firmware.
 
 import struct
 
-from bitsnet import efidefs
+from bitsnet import efidefs, inet
 
 try:
     from typing import Any, Optional  # noqa: F401  (type comments)
@@ -29,91 +29,16 @@ except ImportError:  # BITS's Python 2.7 has no typing module
 AF_INET = 2
 AF_INET6 = 10  # Linux's value, as _socket exports it
 
-_HEX = "0123456789abcdefABCDEF"
+# Address text <-> bytes is bitsnet.inet's (the one place); re-exported here for the callers.
+pack_ipv6 = inet.pack_ipv6
+format_ipv6 = inet.format_ipv6
+ipv6_literal = inet.ipv6_literal
 
 
-# --- address text <-> bytes (inet_pton / inet_ntop, glibc's rules) ----------------------------
 def pack_ipv4(text):
     # type: (str) -> Optional[bytes]
     """inet_pton(AF_INET): exactly four decimal parts 0..255, no leading zeros; None if not."""
-    parts = text.split(".")
-    if len(parts) != 4:
-        return None
-    for part in parts:
-        if not part or len(part) > 3 or any(c not in "0123456789" for c in part) or \
-                (len(part) > 1 and part[0] == "0") or int(part) > 255:
-            return None
-    return struct.pack("!4B", *[int(p) for p in parts])
-
-
-def pack_ipv6(text):
-    # type: (str) -> Optional[bytes]
-    """inet_pton(AF_INET6): 16 bytes, or None. Groups of 1-4 hex digits, at most one "::"
-    standing for at least one zero group, and a dotted quad as the last 32 bits (RFC 4291 2.2,
-    as glibc's inet_pton6 reads it: no zone index, no brackets)."""
-    if not text or len(text) > 45:
-        return None
-    head, sep, tail = text.partition("::")
-    if "::" in tail or (sep and (head.endswith(":") or tail.startswith(":"))):
-        return None
-    left = head.split(":") if head else []
-    right = tail.split(":") if tail else []
-    last = right if sep else left
-    if last and "." in last[-1]:
-        v4 = pack_ipv4(last.pop())
-        if v4 is None:
-            return None
-        last.extend("%x" % word for word in struct.unpack("!2H", v4))
-    for group in left + right:
-        if not 1 <= len(group) <= 4 or any(c not in _HEX for c in group):
-            return None
-    missing = 8 - len(left) - len(right)
-    if (sep and missing < 1) or (not sep and missing != 0):
-        return None
-    return struct.pack("!8H", *([int(g, 16) for g in left] + [0] * missing + [int(g, 16) for g in right]))
-
-
-def format_ipv6(packed):
-    # type: (bytes) -> str
-    """inet_ntop(AF_INET6) of 16 bytes, as glibc writes it (RFC 5952 but for the embedded IPv4
-    rule): lower-case hex without leading zeros; the longest run of two or more zero groups
-    (the first of equal runs) as "::"; "::a.b.c.d" and "::ffff:a.b.c.d" when the first 6 (or 5,
-    then ffff) groups are zero."""
-    words = struct.unpack("!8H", packed)
-    best, best_len, run, run_len = -1, 0, -1, 0
-    for i, word in enumerate(words):
-        if word == 0:
-            if run < 0:
-                run, run_len = i, 0
-            run_len += 1
-            if run_len > best_len:
-                best, best_len = run, run_len
-        else:
-            run = -1
-    if best_len < 2:
-        best, best_len = -1, 0
-    out = []
-    for i in range(8):
-        if best <= i < best + best_len:
-            if i == best:
-                out.append(":")
-            continue
-        if i:
-            out.append(":")
-        if i == 6 and best == 0 and (best_len == 6 or (best_len == 5 and words[5] == 0xffff)):
-            out.append("%d.%d.%d.%d" % struct.unpack("!4B", packed[12:]))
-            break
-        out.append("%x" % words[i])
-    if best >= 0 and best + best_len == 8:
-        out.append(":")
-    return "".join(out)
-
-
-def ipv6_literal(text):
-    # type: (str) -> Optional[str]
-    """The canonical text of an IPv6 literal (``%scope`` kept off), or None."""
-    packed = pack_ipv6(text.split("%", 1)[0]) if "%" in text else pack_ipv6(text)
-    return None if packed is None else format_ipv6(packed)
+    return inet.parse_ipv4(text, strict=True)
 
 
 # --- the two families ----------------------------------------------------------------------------
