@@ -14,10 +14,10 @@ is ``io.BufferedReader`` over ``SocketIO``: nothing to do there, ``install`` doe
 
 import sys
 
-# BITS quirk: memcpy is GRUB's byte-by-byte loop, so every copy of the payload costs about
-# 2-3 ns a byte under QEMU TCG; the stdlib's read() copies each byte 3-4 times on top of
-# bitsnet's own copy out of the Receive buffer, and its doubling cStringIO (realloc is
-# malloc + copy + free) holds up to 3x the download at once (docs/performance.md section 6).
+# BITS quirk: memcpy is GRUB's byte-by-byte loop (realloc: malloc + copy + free), so every copy
+# of the payload costs ~2 ns a byte under QEMU TCG; the stdlib's read() -- 8 KiB slices written
+# into a cStringIO that grows by doubling, then getvalue() -- costs 15-18 ns a byte, ~20% of a
+# download, and holds up to 3x the download in a heap of ~25 MiB (docs/performance.md section 6).
 
 # recv size for read() up to EOF: the stdlib asks for 8 KiB at a time, which costs a recv call
 # (and a slice of the received chunk) per 8 KiB; bitsnet hands a whole received chunk (up to one

@@ -81,6 +81,8 @@ class ScriptPeer(object):
                     time.sleep(step)
                 else:
                     conn.sendall(step)
+        except socket.error:
+            pass  # the test closed its end before the script's end (a failing recv, a close)
         finally:
             conn.close()
 
@@ -239,9 +241,8 @@ def test_other_errors_propagate():
             if self.calls == 3:
                 raise socket.error(errno.ECONNRESET, "reset")
             return self.sock.recv(n)
-    ops = [("read", 200000), ("read", 10)]
-    got = same_as_stdlib(pieces(DATA, [1000]), ops, wrap=Failing)
-    assert got[0] == ("raised", "error", (errno.ECONNRESET,))
+    got = same_as_stdlib(pieces(DATA, [1000]), [("read", 200000)], wrap=Failing)
+    assert got == [("raised", "error", (errno.ECONNRESET,))]
 
 
 @needs_fileobject
