@@ -135,6 +135,9 @@ def install():
     for name in _SOCKET_MODULES:
         if replaced.get(name) is not None:
             __import__(name)
+    if sys.version_info[0] == 2:  # makefile()/urllib2 reads that copy each byte once (its docstring)
+        from bitsnet import fileobject
+        fileobject.install()
     _install_ssl()
 
 

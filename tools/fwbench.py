@@ -2,7 +2,7 @@
 """Bulk transfer, round trips and connections in real BITS on OVMF, against a C program (issue 24).
 
     python3 tools/fwbench.py [--quick] [--rounds N] [--size MIB] [--only c,bitsnet,trampoline,stock]
-                             [--profile] [-v]
+                             [--profile] [--ab SECTIONS] [-v]
 
 One sitting: every round boots, one after the other (never two QEMUs at once), each in its own
 network namespace with tools/bench.py's peer (``--serve-peer``) on the namespace's loopback
@@ -26,7 +26,9 @@ each Python measurement, with just that measurement (tests/scripts/fwbench_guest
 and each Python figure is divided by the C figure just before it; the table shows the median of
 those ratios and their spread (the host's load changes within a minute; the pairs share it).
 ``--profile`` adds one bitsnet boot that prints the receive path's counters
-(section profile of the guest script).  Exit status 0 when every boot ended normally.
+(section profile of the guest script); ``--ab fileab,copies`` one more bitsnet boot each round
+with those guest sections (in-boot A/B comparisons, the cost of a copy; column ab, their lines
+as notes).  Exit status 0 when every boot ended normally.
 """
 
 from __future__ import print_function
@@ -54,8 +56,11 @@ BOOT_TIMEOUT = 600.0
 # The guest's figure -> the C figure it is compared with.
 C_OF = {"raw_recv": "bulk_recv", "raw_recv_batch": "bulk_recv", "recv_into": "bulk_recv", "recv": "bulk_recv",
         "makefile": "bulk_recv", "urllib": "bulk_recv", "raw_send": "bulk_send", "send": "bulk_send",
-        "raw_trips": "round_trips", "trips": "round_trips", "conns": "connections"}
+        "raw_trips": "round_trips", "trips": "round_trips", "conns": "connections",
+        "makefile_stdlib": "bulk_recv", "makefile_bitsnet": "bulk_recv", "urllib_stdlib": "bulk_recv",
+        "urllib_bitsnet": "bulk_recv"}
 ORDER = ["bulk_recv", "raw_recv", "raw_recv_batch", "recv_into", "recv", "makefile", "urllib",
+         "makefile_stdlib", "makefile_bitsnet", "urllib_stdlib", "urllib_bitsnet",
          "bulk_send", "raw_send", "send", "round_trips", "raw_trips", "trips", "connections", "conns"]
 UNITS = {"round_trips": "/s", "raw_trips": "/s", "trips": "/s", "connections": "/s", "conns": "/s"}
 
@@ -161,7 +166,7 @@ def run_bits(opts, sections, verbose, stock=False, image=None, efi_app=None):
     figures, notes = {}, []
     for line in result.output:
         words = line.split()
-        if words[:1] in (["info"], ["prof"]):
+        if words[:1] in (["info"], ["prof"], ["copy"], ["batch"], ["sendab"]):
             notes.append(line)
     # The console in order: the C app's own "@@ fig" lines (unframed, straight to the serial port)
     # and the program's framed "|fig" lines.  Each Python figure is paired with the C figure of
@@ -222,7 +227,7 @@ def report(runs, out=print):
     figure measured right before it in the same boot (their spread beside), else the ratio of the
     medians.  Column "c" (the C program booted alone) is shown for reference."""
     out("%-11s %-16s %10s %7s %3s %8s %7s" % ("boot", "figure", "median", "spread", "n", "vs C", "spread"))
-    for column in ("bitsnet", "trampoline", "stock", "c"):
+    for column in ("bitsnet", "ab", "trampoline", "stock", "c"):
         figures = runs.get(column)
         if not figures:
             continue
@@ -263,6 +268,8 @@ def main(argv=None):
                         help="the boots to run, comma-separated (default bitsnet,trampoline,stock; also c: "
                              "the C program booted alone)")
     parser.add_argument("--profile", action="store_true", help="one more bitsnet boot: the receive path's counters")
+    parser.add_argument("--ab", metavar="SECTIONS", help="one more bitsnet boot each round running these guest "
+                        "sections (tests/scripts/fwbench_guest.py: fileab, copies, batch, sendab), column ab")
     parser.add_argument("-v", "--verbose", action="store_true")
     opts = parser.parse_args(argv)
     rounds = opts.rounds or (1 if opts.quick else 3)
@@ -298,6 +305,11 @@ def main(argv=None):
             notes.extend("round %d bitsnet: %s" % (number, n) for n in more)
             print("round %d bitsnet (%.0f s): %s" % (number, seconds, _brief(figures)))
             ok = ok and "exit status" not in " ".join(more)
+        if opts.ab:
+            figures, more, seconds = run_bits(opts, ["c"] + opts.ab.split(","), opts.verbose, efi_app=efi_app)
+            add("ab", figures)
+            notes.extend("round %d ab: %s" % (number, n) for n in more)
+            print("round %d ab (%.0f s): %s" % (number, seconds, _brief(figures)))
         if tramp:
             figures, more, seconds = run_bits(opts, ["c", "api"], opts.verbose, image=tramp, efi_app=efi_app)
             add("trampoline", figures)

@@ -22,9 +22,15 @@ Sections:
             per frame and where the time goes (TSC)
   batch     A/B of tcp.POLL_BATCH over --batches (alternating, --reps times): recv_into, recv
   sendab    A/B of tcp.SEND_POLL_BATCH over --batches (alternating, --reps times): sendall
+  copies    what a copy of the payload costs (GRUB's byte-wise memcpy): slice, join, string_at, the
+            stdlib _fileobject's 8 KiB slices + cStringIO; and how much heap there is
+  fileab    A/B of makefile().read() and urllib2 through the stdlib's socket._fileobject and
+            bitsnet.fileobject's (alternating, --reps times; figures NAME_stdlib, NAME_bitsnet),
+            recv beside them as the reference
 
 Each figure is one line ``fig NAME VALUE`` (MB/s or per second, '%.3f'); ``info`` lines are
-notes; ``prof`` lines the profile table.  Runs on BITS's Python 2.7 (lints on 3).
+notes; ``prof`` lines the profile table, ``copy`` lines those of section copies.  Runs on BITS's
+Python 2.7 (lints on 3).
 """
 
 from __future__ import print_function
@@ -536,8 +542,82 @@ def section_batch(opts):
                                                                         rates[0], rates[-1]))
 
 
+def section_copies(opts):
+    """What a copy of the payload costs in BITS (memcpy is GRUB's byte loop): ns per byte of a
+    string slice, a join, ctypes.string_at, and the stdlib _fileobject's way of gathering (8 KiB
+    slices of a received chunk, written into a cStringIO, getvalue)."""
+    try:
+        from cStringIO import StringIO
+    except ImportError:  # linted on Python 3
+        from io import BytesIO as StringIO
+    size = 2 * 1024 * 1024  # BITS's heap holds ~28 MiB in all: room for the copies below
+    big = b"x" * size
+    chunks = [big[at:at + 46336] for at in range(0, size, 46336)]  # 32 frames: one batched Receive
+    buf = ctypes.create_string_buffer(CHUNK)
+    address = ctypes.addressof(buf)
+
+    def gather_stdlib():
+        out = StringIO()
+        for chunk in chunks:
+            for at in range(0, len(chunk), 8192):
+                out.write(chunk[at:at + 8192])
+        return out.getvalue()
+
+    def string_at():
+        for _ in range(size // CHUNK):
+            ctypes.string_at(address, CHUNK)
+
+    cases = [("slice", lambda: big[1:]), ("join", lambda: b"".join(chunks)), ("string_at", string_at),
+             ("slices8k", lambda: [c[at:at + 8192] for c in chunks for at in range(0, len(c), 8192)]),
+             ("stdlib_gather", gather_stdlib)]
+    for name, function in cases:
+        best = None
+        for _ in range(opts["reps"]):
+            start = time.time()
+            for _ in range(4):
+                function()
+            seconds = elapsed(start) / 4
+            best = seconds if best is None else min(best, seconds)
+        say("copy %-14s ns/byte=%.3f (best of %d, %d bytes)" % (name, best * 1e9 / size, opts["reps"], size))
+    held = []
+    try:
+        while True:
+            held.append(b"y" * (1024 * 1024))
+    except MemoryError:
+        pass
+    count = len(held)
+    del held
+    say("copy heap: %d MiB allocatable in 1 MiB strings" % count)
+
+
+def section_fileab(opts):
+    """A/B in one boot: makefile().read() and urllib2 through the stdlib's socket._fileobject
+    and through bitsnet.fileobject's (alternating --reps times), recv as the reference, each
+    paired with its C run."""
+    import socket
+    ours = socket._fileobject
+    stdlib = ours.__mro__[1] if getattr(ours, "_bitsnet", False) else ours
+    try:
+        for _ in range(opts["reps"]):
+            pair(opts, "recv")  # the reference: recv(65536) in a loop, no file object
+            got, seconds = api_recv(socket, opts, "recv")
+            fig("recv", got / seconds / 1e6)
+            for label, cls in (("stdlib", stdlib), ("bitsnet", ours)):
+                socket._fileobject = cls
+                for how in ("makefile", "urllib"):
+                    pair(opts, "recv")
+                    try:
+                        got, seconds = api_recv(socket, opts, how)
+                    except MemoryError:
+                        say("info fileab %s %s MemoryError" % (label, how))
+                        continue
+                    fig("%s_%s" % (how, label), got / seconds / 1e6)
+    finally:
+        socket._fileobject = ours
+
+
 SECTIONS = {"c": section_c, "raw": section_raw, "api": section_api, "profile": section_profile,
-            "batch": section_batch, "sendab": section_sendab}
+            "batch": section_batch, "sendab": section_sendab, "copies": section_copies, "fileab": section_fileab}
 
 
 def main(argv):

@@ -1,0 +1,95 @@
+"""Python 2.7's ``socket._fileobject`` with a ``read()`` that copies each received byte once.
+
+``sock.makefile().read()``, httplib's responses and urllib2's (both read through a
+``_fileobject``) get the stdlib's ``read()`` semantics -- the ``_rbuf`` read-ahead that
+``readline`` leaves, ``EINTR`` retried, ``size`` < 0 meaning up to EOF, data gathered so far lost
+when ``recv`` raises, ``AttributeError`` on a closed file -- but gather the ``recv``ed chunks in
+a list and join them once (a single chunk is returned as it is), instead of writing every chunk
+into a growing ``cStringIO`` and copying it out again.  Everything else is the stdlib's class.
+
+``install(socket)`` puts the class in the socket module, where ``socket.makefile`` and urllib2
+look ``_fileobject`` up; ``bitsnet.install()`` calls it on Python 2.  Python 3's ``makefile``
+is ``io.BufferedReader`` over ``SocketIO``: nothing to do there, ``install`` does nothing.
+"""
+
+import sys
+
+# BITS quirk: memcpy is GRUB's byte-by-byte loop (realloc: malloc + copy + free), so every copy
+# of the payload costs ~2 ns a byte under QEMU TCG; the stdlib's read() -- 8 KiB slices written
+# into a cStringIO that grows by doubling, then getvalue() -- costs 15-18 ns a byte, ~20% of a
+# download, and holds up to 3x the download in a heap of ~25 MiB (docs/performance.md section 6).
+
+# recv size for read() up to EOF: the stdlib asks for 8 KiB at a time, which costs a recv call
+# (and a slice of the received chunk) per 8 KiB; bitsnet hands a whole received chunk (up to one
+# 64 KiB Receive) over uncopied when asked for at least that much.  Any size gives the same bytes.
+READ_ALL_RECV = 64 * 1024
+
+
+def fileobject_class(socket_module):
+    """A subclass of ``socket_module._fileobject`` whose ``read()`` joins once (see above)."""
+    base = socket_module._fileobject
+    if getattr(base, "_bitsnet", False):
+        return base
+    base_read = base.read
+    StringIO = socket_module.StringIO
+    error = socket_module.error
+    EINTR = socket_module.EINTR
+
+    class _fileobject(base):
+        __doc__ = base.__doc__
+        __slots__ = ()
+        _bitsnet = True
+
+        def read(self, size=-1):
+            buf = self._rbuf
+            buf.seek(0, 2)  # seek end
+            buffered = buf.tell()
+            if 0 <= size <= buffered:
+                return base_read(self, size)  # all of it from the read-ahead: no recv at all
+            # As the stdlib: the read-ahead becomes the start of the result, and _rbuf is empty
+            # from now on (so a recv error other than EINTR loses what was gathered).
+            self._rbuf = StringIO()
+            chunks = [buf.getvalue()] if buffered else []
+            del buf
+            if size < 0:
+                rbufsize = max(self._rbufsize, READ_ALL_RECV)
+                while True:
+                    try:
+                        data = self._sock.recv(rbufsize)
+                    except error as e:
+                        if e.args[0] == EINTR:
+                            continue
+                        raise
+                    if not data:
+                        break
+                    chunks.append(data)
+            else:
+                left = size - buffered
+                while left:
+                    try:
+                        data = self._sock.recv(left)
+                    except error as e:
+                        if e.args[0] == EINTR:
+                            continue
+                        raise
+                    if not data:
+                        break
+                    n = len(data)
+                    assert n <= left, "recv(%d) returned %d bytes" % (left, n)
+                    chunks.append(data)
+                    left -= n
+            if len(chunks) == 1 and type(chunks[0]) is str:
+                return chunks[0]
+            return "".join(chunks)
+
+    return _fileobject
+
+
+def install(socket_module=None):
+    """Give ``socket_module`` (default: ``import socket``) this ``_fileobject``; idempotent.
+    Nothing on Python 3 (its socket module has no ``_fileobject``)."""
+    if sys.version_info[0] >= 3:
+        return
+    if socket_module is None:
+        import socket as socket_module
+    socket_module._fileobject = fileobject_class(socket_module)
