@@ -58,6 +58,7 @@ import efi
 
 from bitsnet import efidefs, errors, events, family, ipconfig, nic
 from bitsnet.buffers import ByteQueue
+from bitsnet.endpoint import Endpoint
 
 TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
@@ -105,7 +106,7 @@ def _fail(err, detail):
     raise errors.socket_error(err, detail)
 
 
-class TcpEndpoint(object):
+class TcpEndpoint(Endpoint):
     """One TCP4 or TCP6 child; see the module docstring for the rules it keeps.
 
     ``fam`` (``family.INET`` or ``family.INET6``) supplies everything that differs between the

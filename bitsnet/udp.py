@@ -45,6 +45,7 @@ import efi
 
 from bitsnet import efidefs, errors, events, family, ipconfig, nic
 from bitsnet.buffers import DatagramQueue
+from bitsnet.endpoint import DatagramEndpoint
 
 UDP4_SB = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
 
@@ -72,7 +73,7 @@ def _ip_int(text):
     return (a << 24) | (b << 16) | (c << 8) | d
 
 
-class UdpEndpoint(object):
+class UdpEndpoint(DatagramEndpoint):
     """One UDP4 or UDP6 child (``fam``); see the module docstring for the rules it keeps."""
 
     # The readiness vocabulary select.py shares with TcpEndpoint: a datagram socket never
@@ -454,6 +455,9 @@ class UdpEndpoint(object):
             return True
         self._update()
         return bool(self._rx) or bool(self._error)
+
+    def acceptable(self):
+        return False  # a datagram endpoint never listens
 
     def can_send(self):
         # sendto will not return None
