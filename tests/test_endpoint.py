@@ -43,3 +43,11 @@ def test_udp_endpoint_provides_every_datagram_member():
     missing = [name for name in wanted + _members(endpoint.DatagramEndpoint)
                if _owner(udp.UdpEndpoint, name) in (endpoint.Endpoint, endpoint.DatagramEndpoint)]
     assert missing == []
+
+
+def test_progress_is_the_stack_pump():
+    """endpoint.progress() is stack.pump itself (no Python call more per round), for both kinds."""
+    from bitsnet import child, stack
+    assert vars(child.EfiChild)["progress"] is stack.pump
+    assert _owner(tcp.TcpEndpoint, "progress") is child.EfiChild
+    assert _owner(udp.UdpEndpoint, "progress") is child.EfiChild
