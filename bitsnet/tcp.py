@@ -1,7 +1,8 @@
 """TcpEndpoint: one EFI_TCP4_PROTOCOL (or EFI_TCP6_PROTOCOL) child, as non-blocking primitives for
 the socket layer. What differs between the two is in ``family.py``; everything here is shared.
 
-Contents: module constants (each with its reason) -- ``TcpEndpoint`` (bind, connect_start,
+Contents: module constants (each with its reason) -- the connection states (``TRANSITIONS``,
+and readiness per state) -- ``TcpEndpoint`` (bind, connect_start,
 listen, accept, recv_into, send, shutdown, close, readiness predicates, options) -- the
 background closer's TCP side (``_reap_step``; ``reap``, ``close_all``, ``live_endpoints``).
 The child's life (CreateChild, Configure retries, Routes, DestroyChild) is ``child.EfiChild``'s;
@@ -92,6 +93,42 @@ _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: th
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
 
 
+# --- the connection states: one table ---------------------------------------------------------
+# An endpoint is in exactly one state (``_state``); what happens to an established connection
+# later (the peer's FIN, a RST, our own close under way) is recorded beside it (``_eof``,
+# ``_dead``, ``_fin_wanted``, ``_close_op``) and read by the readiness predicates of CONNECTED.
+FRESH = "fresh"  # nothing configured for a peer yet
+BOUND = "bound"  # bind(): the child is configured passively on the local address (see bind)
+CONNECTING = "connecting"  # the SYN went out, or connect_later waits for the address
+CONNECTED = "connected"  # established (an accepted connection starts here)
+LISTENING = "listening"  # listen(): Accepts outstanding
+FAILED = "failed"  # the connect failed; its error is pending; a new connect may start over
+CLOSED = "closed"  # the child is destroyed (or never existed and the user closed)
+# Every transition the endpoint makes (_enter refuses any other).
+TRANSITIONS = {
+    FRESH: (BOUND, CONNECTING, CONNECTED, LISTENING, FAILED, CLOSED),  # CONNECTED: _adopt
+    BOUND: (CONNECTING, LISTENING, FAILED, CLOSED),
+    CONNECTING: (CONNECTED, FAILED, FRESH, BOUND, CLOSED),  # FRESH/BOUND: connect_later tries again
+    CONNECTED: (CLOSED,),
+    LISTENING: (CLOSED,),
+    FAILED: (FRESH, CONNECTING, FAILED, CLOSED),  # FRESH: a new connect after a failed one
+    CLOSED: (CLOSED,),
+}
+# Readiness per state (select/poll; can_recv, can_send, acceptable, hung_up below):
+#   state       can_recv (recv won't block)        can_send (send won't block)     acceptable
+#   FRESH       True: recv raises ENOTCONN         True: send raises EPIPE          False
+#   BOUND       True: recv raises ENOTCONN         True: send raises EPIPE          False
+#   CONNECTING  False                              False                            False
+#   CONNECTED   data, EOF, error, reset, or our    room in the send buffer, or an   False
+#               close under way (no more data)     error/reset/shutdown (it raises)
+#   LISTENING   an accepted connection or error    True (send raises EPIPE)         = can_recv
+#   FAILED      True: the error, then ENOTCONN     True: the error, then EPIPE      False
+#   CLOSED      True                               True                             False
+# and in every state: closed by the user -> readable and writable (EBADF); hung_up = reset.
+_CONNECT_FROM = (FRESH, BOUND)  # where connect and listen may start
+_NOT_CONNECTED = (FRESH, BOUND, LISTENING, FAILED)  # recv raises ENOTCONN
+
+
 def _clamp(value, bounds):
     return max(bounds[0], min(bounds[1], int(value)))
 
@@ -120,7 +157,7 @@ class TcpEndpoint(EfiChild):
 
     def __init__(self, fam=None):
         EfiChild.__init__(self, fam or family.INET)
-        self._state = "fresh"  # fresh bound connecting connected listening failed closed
+        self._state = FRESH  # see TRANSITIONS
         self._options = {"nodelay": False, "keepalive": False, "broadcast": False, "rcvbuf": DEFAULT_RCVBUF,
                          "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None}
         self._configured = None  # the (active, station, port, backlog, options) last configured
@@ -154,6 +191,12 @@ class TcpEndpoint(EfiChild):
         self._tx_refused_since = None  # when Transmits started being refused (see _post_transmit)
         self._awaiting = None  # (address, state before): a connect waiting for the address (connect_later)
 
+    def _enter(self, state):
+        """Move to ``state``: a transition TRANSITIONS lists, or a bug (AssertionError)."""
+        if state not in TRANSITIONS[self._state]:
+            raise AssertionError("TcpEndpoint: %s -> %s is not a transition" % (self._state, state))
+        self._state = state
+
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
 
@@ -180,7 +223,7 @@ class TcpEndpoint(EfiChild):
         ep._options = dict(listener._options)
         ep._rx.limit = ep._options["rcvbuf"]
         ep._adopt_child(the_nic, handle)
-        ep._state = "connected"
+        ep._enter(CONNECTED)
         config = fam.TCP_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (facts 3.3)
         state = ctypes.c_int(0)
         if ep._call("GetModeData", ctypes.byref(state), ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS:
@@ -289,7 +332,7 @@ class TcpEndpoint(EfiChild):
         # a recorded completion (_record), a running connect timer, queued data (a Transmit
         # the firmware refused is retried, _post_transmit) or an option change (set_option)
         # can make _refill() do something since the last _update().
-        if self._done or not self._settled or self._state == "connecting" or self._tx.size:
+        if self._done or not self._settled or self._state == CONNECTING or self._tx.size:
             self._update()
 
     def _consume(self):
@@ -329,20 +372,20 @@ class TcpEndpoint(EfiChild):
 
     def _done_connect(self, op):
         self._connect_op = None
-        if self._state != "connecting":
+        if self._state != CONNECTING:
             return
         if op.status == efi.EFI_SUCCESS:
-            self._state = "connected"
+            self._enter(CONNECTED)
         else:
             # EDK2 quirk (TcpDxe, facts 3.3 Connect): RST to our SYN is EFI_CONNECTION_RESET.
-            self._state = "failed"
+            self._enter(FAILED)
             self._set_error(errors.errno_for(op.status, "connect"))
 
     def _done_accept(self, op):
         self._accept_ops.remove(op)
         if op.status == efi.EFI_SUCCESS and op.token.NewChildHandle:
             child = TcpEndpoint._adopt(self._nic, op.token.NewChildHandle, self)
-            if self._state == "listening":
+            if self._state == LISTENING:
                 self._accepted.append(child)
             else:
                 child.close(abort=True)
@@ -352,7 +395,7 @@ class TcpEndpoint(EfiChild):
 
     def _refill(self):
         """Post what should be outstanding (rules 2, 3). True if something completed at once."""
-        if self._state != "connected":
+        if self._state != CONNECTED:
             return self._refill_unconnected()
         if self._dead or self._close_op is not None:
             return False
@@ -374,17 +417,17 @@ class TcpEndpoint(EfiChild):
 
     def _refill_unconnected(self):
         """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
-        if self._state == "connecting" and self._connect_deadline is not None \
+        if self._state == CONNECTING and self._connect_deadline is not None \
                 and events.clock() >= self._connect_deadline:
             self._awaiting = None
             self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
-            self._state = "failed"
+            self._enter(FAILED)
             self._error = errno.ETIMEDOUT
             return False
         if self._awaiting is not None:
             self._connect_awaited()
             return False
-        if self._state == "listening":
+        if self._state == LISTENING:
             while len(self._accept_ops) + len(self._accepted) < self._backlog:
                 if self._post_accept():
                     return True
@@ -525,7 +568,7 @@ class TcpEndpoint(EfiChild):
         self._destroy_child()
         _rx_deferred.discard(self)
         _tx_retry.discard(self)
-        self._state = "closed"
+        self._enter(CLOSED)
 
     # --- the API -----------------------------------------------------------------------------
     def _check_open(self):
@@ -557,28 +600,28 @@ class TcpEndpoint(EfiChild):
         active child on the same port.
         """
         self._check_open()
-        if self._state != "fresh":
+        if self._state != FRESH:
             _fail(errno.EINVAL, "already bound")
         host, port, info = self._address(address)
         if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
         self._configure(False, None if host == self._fam.wildcard else host, port)
-        self._state = "bound"
+        self._enter(BOUND)
 
     def connect_start(self, address, timeout=None):
         """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer."""
         self._check_open()
-        if self._state in ("connecting", "connected"):
-            _fail(errno.EALREADY if self._state == "connecting" else errno.EISCONN, "connect")
-        if self._state == "failed" and self._handle is not None and not events.outstanding(self):
+        if self._state in (CONNECTING, CONNECTED):
+            _fail(errno.EALREADY if self._state == CONNECTING else errno.EISCONN, "connect")
+        if self._state == FAILED and self._handle is not None and not events.outstanding(self):
             # A new attempt after a failed one was reported, as Linux allows: the child forgets
             # the old peer (Configure(NULL)) and starts as a fresh one.
             self._call("Configure", None)
             self._configured = self._local = self._remote = None
             self._dead = self._eof = False
             self._error = 0
-            self._state = "fresh"
-        if self._state not in ("fresh", "bound"):
+            self._enter(FRESH)
+        if self._state not in _CONNECT_FROM:
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         host, port, info = self._address(address)
         if port == 0:
@@ -592,9 +635,9 @@ class TcpEndpoint(EfiChild):
         status = self._call("Connect", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            self._state = "failed"
+            self._enter(FAILED)
             errors.raise_for_status(status, "connect")
-        self._state = "connecting"
+        self._enter(CONNECTING)
         self._connect_op = op
         self._connect_deadline = events.clock() + (CONNECT_TIMEOUT if timeout is None else timeout)
         events.check(op)
@@ -607,13 +650,13 @@ class TcpEndpoint(EfiChild):
         then is the connect's, as SO_ERROR)."""
         self._check_open()
         self._awaiting = (address, self._state)
-        self._state = "connecting"
+        self._enter(CONNECTING)
         self._connect_deadline = events.clock() + CONNECT_TIMEOUT
 
     def _connect_awaited(self):
         address, previous = self._awaiting
         self._awaiting = None
-        self._state = previous
+        self._enter(previous)
         held = events.caller_deadline[0]
         events.caller_deadline[0] = events.clock()  # never wait inside an update
         try:
@@ -621,9 +664,9 @@ class TcpEndpoint(EfiChild):
         except (errors.error, efi.EFIException) as exc:
             if isinstance(exc, errors.timeout) and not exc.errno:  # not ETIMEDOUT: our deadline
                 self._awaiting = (address, previous)  # still no address: stay connecting
-                self._state = "connecting"
+                self._enter(CONNECTING)
                 return
-            self._state = "failed"
+            self._enter(FAILED)
             self._set_error(getattr(exc, "errno", None) or errno.EIO)
         finally:
             events.caller_deadline[0] = held
@@ -632,25 +675,25 @@ class TcpEndpoint(EfiChild):
         """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +
         children waiting in Python); EDK2's own SYN backlog is ``backlog`` clamped to 5..10."""
         self._check_open()
-        if self._state == "listening":
+        if self._state == LISTENING:
             self._backlog = max(1, backlog)
             self._update()
             return
-        if self._state not in ("fresh", "bound"):
+        if self._state not in _CONNECT_FROM:
             _fail(errno.EINVAL, "cannot listen in state %s" % self._state)
         if self._local is None:
             host, port, info = self._address(("", 0))
         else:
             host, port = self._local
         self._configure(False, host, port, backlog=_clamp(max(backlog, 1), EDK2_BACKLOG_RANGE))
-        self._state = "listening"
+        self._enter(LISTENING)
         self._backlog = max(1, backlog)
         self._update()
 
     def accept(self):
         """The next accepted connection as a TcpEndpoint, or None (would block)."""
         self._check_open()
-        if self._state != "listening":
+        if self._state != LISTENING:
             _fail(errno.EINVAL, "not listening")
         self._update()
         if self._accepted:
@@ -711,11 +754,11 @@ class TcpEndpoint(EfiChild):
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "recv")
-        if self._state in ("fresh", "bound", "listening", "failed"):
+        if self._state in _NOT_CONNECTED:
             _fail(errno.ENOTCONN, "recv")
         if self._eof or self._dead:
             return 0
-        if self._state == "connecting":
+        if self._state == CONNECTING:
             return None
         if self._close_op is not None and self._rx_op is None:
             return 0  # no half-close in EDK2: after SHUT_WR nothing more can be read
@@ -736,7 +779,7 @@ class TcpEndpoint(EfiChild):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
         self._check_open()
         self._refresh()
-        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+        if self._state != CONNECTED or self._error or self._dead or self._fin_wanted:
             return self._cannot_send()
         size = len(data)
         if not size:
@@ -770,7 +813,7 @@ class TcpEndpoint(EfiChild):
         last byte is what a peer reads with MSG_OOB (as Linux's). How many bytes, or None."""
         self._check_open()
         self._refresh()
-        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+        if self._state != CONNECTED or self._error or self._dead or self._fin_wanted:
             return self._cannot_send()
         data = memoryview(data)[:TRANSMIT_CHUNK].tobytes()
         if not data:
@@ -818,13 +861,13 @@ class TcpEndpoint(EfiChild):
             _fail(err, "send")
         if self._dead or self._fin_wanted:
             _fail(errno.EPIPE, "send after shutdown or reset")
-        if self._state == "connecting":
+        if self._state == CONNECTING:
             return None
         _fail(errno.EPIPE, "send on a socket that is not connected")  # Linux sk_stream_wait_connect
 
     def shutdown(self, how):
         self._check_open()
-        if self._state not in ("connected", "connecting"):
+        if self._state not in (CONNECTED, CONNECTING):
             _fail(errno.ENOTCONN, "shutdown")
         if how in (SHUT_RD, SHUT_RDWR):
             self._rd_shut = True
@@ -843,21 +886,21 @@ class TcpEndpoint(EfiChild):
         if linger is not None and linger[0] and not linger[1]:
             abort = True  # SO_LINGER (on, 0): RST, as BSD does
         if self._handle is None:
-            self._state = "closed"
+            self._enter(CLOSED)
             return
         self._update()
-        if self._state in ("listening", "bound"):
+        if self._state in (LISTENING, BOUND):
             # facts 3.3 Close: Close() on a listener leaves its un-accepted children alive;
             # Configure(NULL) destroys them and flushes the Accept tokens.
             self._call("Configure", None)
-            self._state = "closed"
+            self._enter(CLOSED)
             for op in list(self._accept_ops):
                 events.check(op)
             self._consume()
             while self._accepted:
                 self._accepted.popleft().close(abort=True)  # as Linux resets un-accepted children
             self._destroy()
-        elif self._state != "connected" or self._dead:
+        elif self._state != CONNECTED or self._dead:
             self._destroy()  # fresh, connecting, failed or reset: nothing to say to the peer
         elif abort:
             self._abort()
@@ -893,39 +936,42 @@ class TcpEndpoint(EfiChild):
         return True
 
     # --- readiness, addresses, options (progress() is stack.pump) ------------------------
+    # The readiness table above TRANSITIONS, state by state.
     def can_recv(self):
         # data, EOF or an error is there: recv_into will not return None
         if self._user_closed:
             return True
         self._refresh()
-        if self._state == "listening":
+        state = self._state
+        if state == CONNECTED:
+            return self._rx.size > 0 or self._rd_shut or bool(self._error) or self._eof or self._dead or \
+                (self._close_op is not None and self._rx_op is None)
+        if state == LISTENING:
             return bool(self._accepted) or bool(self._error)
-        if self._state == "connecting":
-            return False
-        return self._rx.size > 0 or self._rd_shut or bool(self._error) or self._eof or self._dead or \
-            self._state != "connected" or (self._close_op is not None and self._rx_op is None)
+        return state != CONNECTING  # FRESH, BOUND, FAILED, CLOSED: recv answers at once
 
     def can_send(self):
         # send() will not return None: space in the send buffer, or it would raise
         if self._user_closed:
             return True
         self._refresh()
-        if self._state == "connecting":
-            return False
-        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
-            return True
-        return self._tx_inflight + self._tx.size < self._options["sndbuf"]
+        state = self._state
+        if state == CONNECTED:
+            if self._error or self._dead or self._fin_wanted:
+                return True  # send raises
+            return self._tx_inflight + self._tx.size < self._options["sndbuf"]
+        return state != CONNECTING  # every other state: send raises at once
 
     def acceptable(self):
-        return self._state == "listening" and self.can_recv()
+        return self._state == LISTENING and self.can_recv()
 
-    connecting = property(lambda self: self._refresh() or self._state == "connecting")
-    connected = property(lambda self: self._refresh() or self._state == "connected")
-    listening = property(lambda self: self._state == "listening")
-    failed = property(lambda self: self._refresh() or self._state == "failed")
+    connecting = property(lambda self: self._refresh() or self._state == CONNECTING)
+    connected = property(lambda self: self._refresh() or self._state == CONNECTED)
+    listening = property(lambda self: self._state == LISTENING)
+    failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)
-    remote_address = property(lambda self: self._remote if self._state == "connected" else None)
+    remote_address = property(lambda self: self._remote if self._state == CONNECTED else None)
 
     def take_error(self):
         # type: () -> int

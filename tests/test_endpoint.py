@@ -51,3 +51,17 @@ def test_progress_is_the_stack_pump():
     assert vars(child.EfiChild)["progress"] is stack.pump
     assert _owner(tcp.TcpEndpoint, "progress") is child.EfiChild
     assert _owner(udp.UdpEndpoint, "progress") is child.EfiChild
+
+
+def test_tcp_state_table():
+    """Every state has its transitions; any state may close; an unlisted transition is a bug."""
+    states = (tcp.FRESH, tcp.BOUND, tcp.CONNECTING, tcp.CONNECTED, tcp.LISTENING, tcp.FAILED, tcp.CLOSED)
+    assert sorted(tcp.TRANSITIONS) == sorted(states)
+    for state, targets in tcp.TRANSITIONS.items():
+        assert tcp.CLOSED in targets and set(targets) <= set(states), state
+    ep = tcp.TcpEndpoint()
+    assert ep._state == tcp.FRESH
+    ep._enter(tcp.BOUND)
+    with pytest.raises(AssertionError):
+        ep._enter(tcp.CONNECTED)  # only an accepted connection starts connected
+    assert ep._state == tcp.BOUND
