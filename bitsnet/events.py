@@ -35,9 +35,16 @@ How completions are noticed (``mode``), chosen once at first use:
 
 Events are pooled: an event is created once, reused for token after token, and closed by
 ``shutdown()`` -- or, after a burst, once MAX_IDLE_EVENTS others lie idle; the next event
-created takes its slot number. Closing an event whose notification may still be queued would
-make BITS's ``efi`` dispatcher raise KeyError in unrelated code; a reused event's stale
-notification is harmless by Rule 3.
+created takes its slot number. A reused event's stale notification is harmless by Rule 3. A
+closed event's notification may still be queued (a rescan finished its token before the
+notification ran): with the trampoline it names a slot with nothing outstanding (stale); with
+BITS's hook it names an event that is no longer ours, which BITS's ``efi`` dispatcher would
+answer with KeyError in unrelated code -- so the values of the events we closed are remembered
+(``_closed_values``) and their late notifications swallowed as stale.
+
+If DestroyChild fails the child may live on, and the firmware may still write into the buffers
+of its tokens: ``orphan()`` then keeps them registered until the firmware completes them (or for
+ever: a leak is better than memory the firmware writes after Python freed it).
 """
 
 from __future__ import print_function
@@ -102,9 +109,11 @@ _events = []  # type: list    # slot -> EFI_EVENT value, or None once closed
 _by_event = {}  # type: dict  # EFI_EVENT value -> slot
 _idle = []  # type: list      # slots whose event is open and unused
 _closed = []  # type: list    # slots whose event was closed: numbers to reuse
+_closed_values = set()  # type: set   # EFI_EVENT values we closed: their late notifications are stale
 _ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
 _state = {"mode": None, "trampoline": None, "chain": None, "seq": 0, "last_rescan": 0.0}  # type: dict
-stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0}
+stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0,
+         "orphaned": 0}
 
 
 def boot_services():
@@ -157,6 +166,8 @@ def _notified_event(event):
     slot = _by_event.get(event)
     if slot is not None:
         _ready.append(slot)
+    elif event in _closed_values and event not in getattr(efi, "_event_handlers", ()):
+        stats["stale"] += 1  # an event we closed while its notification was queued: swallowed
     elif _state["chain"] is not None:
         _state["chain"](event)
 
@@ -190,6 +201,7 @@ def _take_slot():
     else:
         _events.append(value)
     _by_event[value] = slot
+    _closed_values.discard(value)  # the firmware reused the value: it is ours again
     return slot
 
 
@@ -205,6 +217,7 @@ def _close_slot(slot):
     _events[slot] = None
     _closed.append(slot)
     del _by_event[value]
+    _closed_values.add(value)  # before CloseEvent: a notification may already be queued
     boot_services().CloseEvent(value)
 
 
@@ -361,6 +374,29 @@ def abandon(owner):
     return len(gone)
 
 
+ORPHANED = "orphaned"  # the owner of tokens whose child could not be destroyed (orphan)
+
+
+def orphan(owner):
+    # type: (object) -> int
+    """DestroyChild failed for ``owner``'s child: it may live on, and the firmware may still
+    write into its tokens' buffers. Finish the tokens it has completed; keep the others in the
+    registry (Rule 1), owned by ORPHANED, until the firmware completes them -- their completion
+    is then dropped. Returns how many stay registered."""
+    kept = 0
+    for op in [op for op in _pending.values() if op.owner is owner]:
+        if not check(op):
+            op.on_done = _dropped
+            op.owner = ORPHANED
+            kept += 1
+    stats["orphaned"] += kept
+    return kept
+
+
+def _dropped(op):
+    pass  # an orphaned token completed: the registry has released it, nobody waits for it
+
+
 def reset(wanted_mode=None):
     """Forget every event and token, then choose ``wanted_mode`` (None: the best available).
 
@@ -375,6 +411,7 @@ def reset(wanted_mode=None):
     _by_event.clear()
     del _idle[:]
     del _closed[:]
+    _closed_values.clear()
     _ready.clear()
     _state.update(mode=None, trampoline=None, chain=None, last_rescan=0.0)
     _choose_mode(wanted_mode or os.environ.get("BITSNET_EVENT_MODE") or None)

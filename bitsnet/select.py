@@ -141,8 +141,8 @@ class _Waiter(object):
         # One Poll per round, through one endpoint in turn: EDK2's Poll pulls the NIC's next
         # frame whichever child it is called on (facts 3.3 Poll: the children share IP, MNP and
         # SNP), so Polling every endpoint would cost O(sockets) EFI calls per round, for nothing
-        # when they are idle. progress() consumes the completions of every endpoint of its
-        # module (the _dirty sets), and the readiness predicates consume their own, so the
+        # when they are idle. progress() (stack.pump) consumes the completions of every
+        # endpoint (stack.dirty), and the readiness predicates consume their own, so the
         # others lose nothing by not being Polled themselves.
         if self.endpoints:
             self.endpoints[self._turn % len(self.endpoints)].progress()

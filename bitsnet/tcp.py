@@ -1,9 +1,13 @@
 """TcpEndpoint: one EFI_TCP4_PROTOCOL (or EFI_TCP6_PROTOCOL) child, as non-blocking primitives for
 the socket layer. What differs between the two is in ``family.py``; everything here is shared.
 
-Contents: module constants (each with its reason) -- ``TcpEndpoint`` (bind, connect_start,
-listen, accept, recv_into, send, shutdown, close, progress, readiness predicates, options) --
-the background closer (``reap``, ``close_all``, ``live_endpoints``).
+Contents: module constants (each with its reason) -- the connection states (``TRANSITIONS``,
+and readiness per state) -- ``TcpEndpoint`` (bind, connect_start,
+listen, accept, recv_into, send, shutdown, close, readiness predicates, options) -- the
+background closer's TCP side (``_reap_step``; ``reap``, ``close_all``, ``live_endpoints``).
+The child's life (CreateChild, Configure retries, Routes, DestroyChild) is ``child.EfiChild``'s;
+``progress()`` is ``stack.pump`` (Poll once, consume every completion, run the closers), where
+the speed policy of rule 2 lives too; the closer itself is ``closer.Closer``.
 
 Every method returns at once; a caller that must wait does so with
 ``events.wait_until(predicate, deadline, poll=ep.progress)``. The endpoint knows nothing of
@@ -23,7 +27,7 @@ post is followed by ``events.check``. One exception, for speed: after a Receive 
 the next one is posted by the next ``progress()`` -- every wait calls it, before it Polls, so
 nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a request/response
 exchange thus answers before paying for the next Receive. While a bulk stream arrives (the last
-Receive brought a full segment) that ``progress()`` first Polls a batch (see ``_post_deferred``).
+Receive brought a full segment) that ``progress()`` first Polls a batch (see ``stack._post_deferred``).
 
 Rule 3 -- Sending is bounded in Python (facts 8.1 #6: EDK2 never says "buffer full"). ``send``
 queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
@@ -56,21 +60,14 @@ import errno
 
 import efi
 
-from bitsnet import efidefs, errors, events, family, ipconfig, nic
+from bitsnet import efidefs, errors, events, family, stack
 from bitsnet.buffers import ByteQueue
+from bitsnet.child import NO_MAPPING_WAIT, EfiChild
+# The speed policy lives with the pump that applies it (stack.py); its names stay readable here.
+from bitsnet.stack import POLL_BATCH, RECEIVE_CHUNK, REAP_SWEEP, SEND_POLL_BATCH, STREAM_SEGMENT  # noqa: F401
 
 TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
-RECEIVE_CHUNK = 64 * 1024  # bytes per Receive: what BITS used; one 64 KiB copy per completion
-STREAM_SEGMENT = 1024  # a Receive completed with at least this much: a stream (see progress)
-# Polls after such a Receive, before re-posting it. Real BITS under QEMU (tools/fwbench.py, A/B of
-# 8/16/32/44 in one boot, docs/performance.md): 32 beat 16 (each synchronous Receive of the
-# buffered frames costs ~450 us however many it takes); 32 frames (46 KB) still fit one
-# RECEIVE_CHUNK, so one Receive takes the whole batch.
-POLL_BATCH = 32
-# Polls per wait round while a send is blocked (progress): real BITS, A/B of 1/4/8/16 alternating in
-# one boot (tools/fwbench.py's guest, section sendab): 16 best, +35% over 1.
-SEND_POLL_BATCH = 16
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
 DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
@@ -79,22 +76,57 @@ EDK2_BUFFER_RANGE = (8 * 1024, 2 * 1024 * 1024)  # facts 3.9: outside it EDK2 si
 EDK2_BACKLOG_RANGE = (5, 10)  # facts 3.9 MaxSynBackLog
 CONNECT_TIMEOUT = 75.0  # our own connect timer; EDK2's cannot go below 60 s (facts 3.9)
 CLOSE_TIMEOUT = 60.0  # a background graceful close that cannot finish by then is aborted
-NO_MAPPING_WAIT = 5.0  # facts 3.7/8.1 #8: retry Configure this long while the address appears
 TIME_TO_LIVE = 64
 
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
            "broadcast")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
 
-_live = set()  # type: set       # endpoints holding a child, not closed by the user
-_closing = []  # type: list      # endpoints the reaper still finishes (rule 4)
-_dirty = set()  # type: set      # endpoints with completions not yet consumed
-_reaper = {"next_sweep": 0.0}  # when _reap_due() next sweeps every closing endpoint
-_reap_wanted = set()  # type: set   # closing endpoints with a completion since they were reaped
-_rx_deferred = set()  # type: set   # endpoints whose next Receive progress() posts (rule 2)
-_tx_retry = set()  # type: set   # endpoints with a Transmit the firmware refused: progress() retries
+# The stack-wide state (stack.py), under the names this module has always used for it.
+_closer = stack.tcp_closer
+_live = _closer.live  # endpoints holding a child, not closed by the user
+_closing = _closer.closing  # endpoints the reaper still finishes (rule 4)
+_reap_wanted = _closer.wanted  # closing endpoints with a completion since they were reaped
+_dirty = stack.dirty  # endpoints with completions not yet consumed
+_rx_deferred = stack.rx_deferred  # endpoints whose next Receive the next pump posts (rule 2)
+_tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: the pump retries
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
-REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
+
+
+# --- the connection states: one table ---------------------------------------------------------
+# An endpoint is in exactly one state (``_state``); what happens to an established connection
+# later (the peer's FIN, a RST, our own close under way) is recorded beside it (``_eof``,
+# ``_dead``, ``_fin_wanted``, ``_close_op``) and read by the readiness predicates of CONNECTED.
+FRESH = "fresh"  # nothing configured for a peer yet
+BOUND = "bound"  # bind(): the child is configured passively on the local address (see bind)
+CONNECTING = "connecting"  # the SYN went out, or connect_later waits for the address
+CONNECTED = "connected"  # established (an accepted connection starts here)
+LISTENING = "listening"  # listen(): Accepts outstanding
+FAILED = "failed"  # the connect failed; its error is pending; a new connect may start over
+CLOSED = "closed"  # the child is destroyed (or never existed and the user closed)
+# Every transition the endpoint makes (_enter refuses any other).
+TRANSITIONS = {
+    FRESH: (BOUND, CONNECTING, CONNECTED, LISTENING, FAILED, CLOSED),  # CONNECTED: _adopt
+    BOUND: (CONNECTING, LISTENING, FAILED, CLOSED),
+    CONNECTING: (CONNECTED, FAILED, FRESH, BOUND, CLOSED),  # FRESH/BOUND: connect_later tries again
+    CONNECTED: (CLOSED,),
+    LISTENING: (CLOSED,),
+    FAILED: (FRESH, CONNECTING, FAILED, CLOSED),  # FRESH: a new connect after a failed one
+    CLOSED: (CLOSED,),
+}
+# Readiness per state (select/poll; can_recv, can_send, acceptable, hung_up below):
+#   state       can_recv (recv won't block)        can_send (send won't block)     acceptable
+#   FRESH       True: recv raises ENOTCONN         True: send raises EPIPE          False
+#   BOUND       True: recv raises ENOTCONN         True: send raises EPIPE          False
+#   CONNECTING  False                              False                            False
+#   CONNECTED   data, EOF, error, reset, or our    room in the send buffer, or an   False
+#               close under way (no more data)     error/reset/shutdown (it raises)
+#   LISTENING   an accepted connection or error    True (send raises EPIPE)         = can_recv
+#   FAILED      True: the error, then ENOTCONN     True: the error, then EPIPE      False
+#   CLOSED      True                               True                             False
+# and in every state: closed by the user -> readable and writable (EBADF); hung_up = reset.
+_CONNECT_FROM = (FRESH, BOUND)  # where connect and listen may start
+_NOT_CONNECTED = (FRESH, BOUND, LISTENING, FAILED)  # recv raises ENOTCONN
 
 
 def _clamp(value, bounds):
@@ -105,7 +137,7 @@ def _fail(err, detail):
     raise errors.socket_error(err, detail)
 
 
-class TcpEndpoint(object):
+class TcpEndpoint(EfiChild):
     """One TCP4 or TCP6 child; see the module docstring for the rules it keeps.
 
     ``fam`` (``family.INET`` or ``family.INET6``) supplies everything that differs between the
@@ -113,21 +145,19 @@ class TcpEndpoint(object):
 
     # Slots, not a per-instance dict: select() reads a few fields of every endpoint on every
     # round, and with a thousand endpoints their dicts (3 KiB each on 2.7) outgrow the caches.
-    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "_state", "_options", "_configured",
+    __slots__ = ("_state", "_options", "_configured",
                  "_local", "_remote", "_done", "_rx", "_rx_buffer", "_rx_packet", "_rx_token",
                  "_rx_fragment", "_rx_completion", "_tx_free", "_rx_op", "_eof", "_rd_shut", "_tx",
                  "_tx_ops", "_tx_inflight", "_fin_wanted", "_close_op", "_connect_op",
                  "_connect_deadline", "_close_deadline", "_error", "_dead", "_backlog", "_accept_ops",
                  "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later", "_tx_refused_since",
                  "_awaiting")
+    _closer = stack.tcp_closer
+    _SEND_POLL_BATCHED = True  # stack.pump Polls a batch while the send buffer is full
 
     def __init__(self, fam=None):
-        self._fam = fam or family.INET
-        self._nic = None
-        self._handle = None  # the child handle, created lazily at bind/connect/listen
-        self._proto = None
-        self._calls = {}  # type: dict   # see _call
-        self._state = "fresh"  # fresh bound connecting connected listening failed closed
+        EfiChild.__init__(self, fam or family.INET)
+        self._state = FRESH  # see TRANSITIONS
         self._options = {"nodelay": False, "keepalive": False, "broadcast": False, "rcvbuf": DEFAULT_RCVBUF,
                          "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None}
         self._configured = None  # the (active, station, port, backlog, options) last configured
@@ -156,31 +186,23 @@ class TcpEndpoint(object):
         self._accepted = collections.deque()  # type: collections.deque
         self._user_closed = False
         self._settled = False  # see _refresh()
-        self._streaming = False  # the last Receive brought a full segment: see _post_deferred
+        self._streaming = False  # the last Receive brought a full segment: see stack._post_deferred
         self._rx_later = False  # the last Receive brought data: the next one waits (rule 2)
         self._tx_refused_since = None  # when Transmits started being refused (see _post_transmit)
         self._awaiting = None  # (address, state before): a connect waiting for the address (connect_later)
+
+    def _enter(self, state):
+        """Move to ``state``: a transition TRANSITIONS lists, or a bug (AssertionError)."""
+        if state not in TRANSITIONS[self._state]:
+            raise AssertionError("TcpEndpoint: %s -> %s is not a transition" % (self._state, state))
+        self._state = state
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
 
     # --- firmware plumbing ------------------------------------------------------------------
-    def _call(self, name, *args):
-        # Reading a ctypes function-pointer field builds a new callable each time, a visible
-        # cost on the hot path (Poll, Receive, Transmit): keep it, with the byref, per child.
-        entry = self._calls.get(name)
-        if entry is None or entry[0] is not self._proto:
-            proto = self._proto
-            entry = self._calls[name] = (proto, getattr(proto, name), ctypes.byref(proto))
-        return entry[1](entry[2], *args)
-
-    def _ensure_child(self):
-        if self._handle is None:
-            _reap_due()
-            self._nic = nic.default_nic()
-            self._handle = self._nic.create_child(self._fam.tcp_sb)
-            self._proto = self._fam.TCP_PROTOCOL.from_handle(self._handle)
-            _live.add(self)
+    def _binding(self):
+        return self._fam.tcp_sb, self._fam.TCP_PROTOCOL
 
     def _renew_child(self):
         """Swap the (unconfigured, tokenless) child for a new one.
@@ -190,9 +212,7 @@ class TcpEndpoint(object):
         not Configure(NULL), not a later Configure with EnableNagle=TRUE. So TCP_NODELAY turned
         back off between bind() and connect()/listen() needs a new child. (Timestamps and window
         scaling are as sticky, but bitsnet always asks for them.)"""
-        self._nic.destroy_child(self._fam.tcp_sb, self._handle)
-        events.abandon(self)  # nothing is outstanding on an unconfigured child; for certainty
-        self._handle = self._proto = None
+        self._destroy_child()  # nothing is outstanding on an unconfigured child
         self._ensure_child()
 
     @classmethod
@@ -202,11 +222,8 @@ class TcpEndpoint(object):
         ep = cls(fam)
         ep._options = dict(listener._options)
         ep._rx.limit = ep._options["rcvbuf"]
-        ep._nic, ep._handle = the_nic, handle
-        the_nic.adopt_child(fam.tcp_sb, handle)
-        ep._proto = fam.TCP_PROTOCOL.from_handle(handle)
-        ep._state = "connected"
-        _live.add(ep)
+        ep._adopt_child(the_nic, handle)
+        ep._enter(CONNECTED)
         config = fam.TCP_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (facts 3.3)
         state = ctypes.c_int(0)
         if ep._call("GetModeData", ctypes.byref(state), ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS:
@@ -267,17 +284,9 @@ class TcpEndpoint(object):
         deadline = events.clock() + NO_MAPPING_WAIT
         retried = False
         while True:
-            status = self._call("Configure", ctypes.byref(config))
+            status = self._configure_child(config, deadline)  # EFI_NO_MAPPING: retried there
             if status == efi.EFI_SUCCESS:
                 break
-            if status == efi.EFI_NO_MAPPING and events.clock() < deadline:
-                # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
-                # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7).
-                caller = events.caller_deadline[0]
-                if caller is not None and events.clock() >= caller:
-                    raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
-                events.boot_services().Stall(10000)
-                continue
             if status == efi.EFI_INVALID_PARAMETER and port:
                 # EDK2 quirk (TcpBind, facts 3.8): a port clash is EFI_INVALID_PARAMETER, and a
                 # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
@@ -288,13 +297,7 @@ class TcpEndpoint(object):
                                           % (port, station or fam.wildcard))
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
-        for subnet, mask, gateway in info.routes if fam.has_routes else ():
-            # bits-efi-api item 3 (old TcpDxe): children do not use the IP4 routes; add them.
-            # EFI_ACCESS_DENIED means the route is already there. (TCP6 has no Routes, facts 3.2.)
-            status = self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)),
-                                ctypes.byref(efidefs.ipv4(mask)), ctypes.byref(efidefs.ipv4(gateway)))
-            if status != efi.EFI_ACCESS_DENIED:
-                errors.raise_for_status(status, "Routes")
+        self._add_routes(info, strict=True)
         mode = fam.TCP_CONFIG_DATA()
         if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
             port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (facts 3.8)
@@ -304,11 +307,6 @@ class TcpEndpoint(object):
         self._local = (station or fam.wildcard, port)
         return info
 
-    def _ip_info(self):
-        """IPv4: the NIC's address, DHCP first if needed. IPv6: its addresses once a global one
-        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
-        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
-
     def _submit(self, kind, token, completion, keep=()):
         return events.submit(token, completion, self._record, self, keep, kind)
 
@@ -316,7 +314,7 @@ class TcpEndpoint(object):
         # on_done: record only (rule 1).
         self._done.append(op)
         if self._user_closed:
-            _reap_wanted.add(self)  # a closing endpoint moved: the next _reap_due() looks at it
+            _reap_wanted.add(self)  # a closing endpoint moved: the closer's next reap_due() looks at it
         self._settled = False
         _dirty.add(self)
 
@@ -334,7 +332,7 @@ class TcpEndpoint(object):
         # a recorded completion (_record), a running connect timer, queued data (a Transmit
         # the firmware refused is retried, _post_transmit) or an option change (set_option)
         # can make _refill() do something since the last _update().
-        if self._done or not self._settled or self._state == "connecting" or self._tx.size:
+        if self._done or not self._settled or self._state == CONNECTING or self._tx.size:
             self._update()
 
     def _consume(self):
@@ -374,20 +372,20 @@ class TcpEndpoint(object):
 
     def _done_connect(self, op):
         self._connect_op = None
-        if self._state != "connecting":
+        if self._state != CONNECTING:
             return
         if op.status == efi.EFI_SUCCESS:
-            self._state = "connected"
+            self._enter(CONNECTED)
         else:
             # EDK2 quirk (TcpDxe, facts 3.3 Connect): RST to our SYN is EFI_CONNECTION_RESET.
-            self._state = "failed"
+            self._enter(FAILED)
             self._set_error(errors.errno_for(op.status, "connect"))
 
     def _done_accept(self, op):
         self._accept_ops.remove(op)
         if op.status == efi.EFI_SUCCESS and op.token.NewChildHandle:
             child = TcpEndpoint._adopt(self._nic, op.token.NewChildHandle, self)
-            if self._state == "listening":
+            if self._state == LISTENING:
                 self._accepted.append(child)
             else:
                 child.close(abort=True)
@@ -397,7 +395,7 @@ class TcpEndpoint(object):
 
     def _refill(self):
         """Post what should be outstanding (rules 2, 3). True if something completed at once."""
-        if self._state != "connected":
+        if self._state != CONNECTED:
             return self._refill_unconnected()
         if self._dead or self._close_op is not None:
             return False
@@ -419,17 +417,17 @@ class TcpEndpoint(object):
 
     def _refill_unconnected(self):
         """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
-        if self._state == "connecting" and self._connect_deadline is not None \
+        if self._state == CONNECTING and self._connect_deadline is not None \
                 and events.clock() >= self._connect_deadline:
             self._awaiting = None
             self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
-            self._state = "failed"
+            self._enter(FAILED)
             self._error = errno.ETIMEDOUT
             return False
         if self._awaiting is not None:
             self._connect_awaited()
             return False
-        if self._state == "listening":
+        if self._state == LISTENING:
             while len(self._accept_ops) + len(self._accepted) < self._backlog:
                 if self._post_accept():
                     return True
@@ -566,17 +564,11 @@ class TcpEndpoint(object):
         self._dead = True
 
     def _destroy(self):
-        """DestroyChild and release every token (the firmware has flushed them)."""
-        if self._handle is not None:
-            self._nic.destroy_child(self._fam.tcp_sb, self._handle)
-            events.abandon(self)
-            self._consume()
-            self._handle = self._proto = None
-        _live.discard(self)
-        _dirty.discard(self)
+        """DestroyChild and release every token the firmware has let go of (EfiChild)."""
+        self._destroy_child()
         _rx_deferred.discard(self)
         _tx_retry.discard(self)
-        self._state = "closed"
+        self._enter(CLOSED)
 
     # --- the API -----------------------------------------------------------------------------
     def _check_open(self):
@@ -608,28 +600,28 @@ class TcpEndpoint(object):
         active child on the same port.
         """
         self._check_open()
-        if self._state != "fresh":
+        if self._state != FRESH:
             _fail(errno.EINVAL, "already bound")
         host, port, info = self._address(address)
         if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
         self._configure(False, None if host == self._fam.wildcard else host, port)
-        self._state = "bound"
+        self._enter(BOUND)
 
     def connect_start(self, address, timeout=None):
         """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer."""
         self._check_open()
-        if self._state in ("connecting", "connected"):
-            _fail(errno.EALREADY if self._state == "connecting" else errno.EISCONN, "connect")
-        if self._state == "failed" and self._handle is not None and not events.outstanding(self):
+        if self._state in (CONNECTING, CONNECTED):
+            _fail(errno.EALREADY if self._state == CONNECTING else errno.EISCONN, "connect")
+        if self._state == FAILED and self._handle is not None and not events.outstanding(self):
             # A new attempt after a failed one was reported, as Linux allows: the child forgets
             # the old peer (Configure(NULL)) and starts as a fresh one.
             self._call("Configure", None)
             self._configured = self._local = self._remote = None
             self._dead = self._eof = False
             self._error = 0
-            self._state = "fresh"
-        if self._state not in ("fresh", "bound"):
+            self._enter(FRESH)
+        if self._state not in _CONNECT_FROM:
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         host, port, info = self._address(address)
         if port == 0:
@@ -643,9 +635,9 @@ class TcpEndpoint(object):
         status = self._call("Connect", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            self._state = "failed"
+            self._enter(FAILED)
             errors.raise_for_status(status, "connect")
-        self._state = "connecting"
+        self._enter(CONNECTING)
         self._connect_op = op
         self._connect_deadline = events.clock() + (CONNECT_TIMEOUT if timeout is None else timeout)
         events.check(op)
@@ -658,13 +650,13 @@ class TcpEndpoint(object):
         then is the connect's, as SO_ERROR)."""
         self._check_open()
         self._awaiting = (address, self._state)
-        self._state = "connecting"
+        self._enter(CONNECTING)
         self._connect_deadline = events.clock() + CONNECT_TIMEOUT
 
     def _connect_awaited(self):
         address, previous = self._awaiting
         self._awaiting = None
-        self._state = previous
+        self._enter(previous)
         held = events.caller_deadline[0]
         events.caller_deadline[0] = events.clock()  # never wait inside an update
         try:
@@ -672,9 +664,9 @@ class TcpEndpoint(object):
         except (errors.error, efi.EFIException) as exc:
             if isinstance(exc, errors.timeout) and not exc.errno:  # not ETIMEDOUT: our deadline
                 self._awaiting = (address, previous)  # still no address: stay connecting
-                self._state = "connecting"
+                self._enter(CONNECTING)
                 return
-            self._state = "failed"
+            self._enter(FAILED)
             self._set_error(getattr(exc, "errno", None) or errno.EIO)
         finally:
             events.caller_deadline[0] = held
@@ -683,25 +675,25 @@ class TcpEndpoint(object):
         """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +
         children waiting in Python); EDK2's own SYN backlog is ``backlog`` clamped to 5..10."""
         self._check_open()
-        if self._state == "listening":
+        if self._state == LISTENING:
             self._backlog = max(1, backlog)
             self._update()
             return
-        if self._state not in ("fresh", "bound"):
+        if self._state not in _CONNECT_FROM:
             _fail(errno.EINVAL, "cannot listen in state %s" % self._state)
         if self._local is None:
             host, port, info = self._address(("", 0))
         else:
             host, port = self._local
         self._configure(False, host, port, backlog=_clamp(max(backlog, 1), EDK2_BACKLOG_RANGE))
-        self._state = "listening"
+        self._enter(LISTENING)
         self._backlog = max(1, backlog)
         self._update()
 
     def accept(self):
         """The next accepted connection as a TcpEndpoint, or None (would block)."""
         self._check_open()
-        if self._state != "listening":
+        if self._state != LISTENING:
             _fail(errno.EINVAL, "not listening")
         self._update()
         if self._accepted:
@@ -762,11 +754,11 @@ class TcpEndpoint(object):
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "recv")
-        if self._state in ("fresh", "bound", "listening", "failed"):
+        if self._state in _NOT_CONNECTED:
             _fail(errno.ENOTCONN, "recv")
         if self._eof or self._dead:
             return 0
-        if self._state == "connecting":
+        if self._state == CONNECTING:
             return None
         if self._close_op is not None and self._rx_op is None:
             return 0  # no half-close in EDK2: after SHUT_WR nothing more can be read
@@ -787,7 +779,7 @@ class TcpEndpoint(object):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
         self._check_open()
         self._refresh()
-        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+        if self._state != CONNECTED or self._error or self._dead or self._fin_wanted:
             return self._cannot_send()
         size = len(data)
         if not size:
@@ -821,7 +813,7 @@ class TcpEndpoint(object):
         last byte is what a peer reads with MSG_OOB (as Linux's). How many bytes, or None."""
         self._check_open()
         self._refresh()
-        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
+        if self._state != CONNECTED or self._error or self._dead or self._fin_wanted:
             return self._cannot_send()
         data = memoryview(data)[:TRANSMIT_CHUNK].tobytes()
         if not data:
@@ -869,13 +861,13 @@ class TcpEndpoint(object):
             _fail(err, "send")
         if self._dead or self._fin_wanted:
             _fail(errno.EPIPE, "send after shutdown or reset")
-        if self._state == "connecting":
+        if self._state == CONNECTING:
             return None
         _fail(errno.EPIPE, "send on a socket that is not connected")  # Linux sk_stream_wait_connect
 
     def shutdown(self, how):
         self._check_open()
-        if self._state not in ("connected", "connecting"):
+        if self._state not in (CONNECTED, CONNECTING):
             _fail(errno.ENOTCONN, "shutdown")
         if how in (SHUT_RD, SHUT_RDWR):
             self._rd_shut = True
@@ -894,21 +886,21 @@ class TcpEndpoint(object):
         if linger is not None and linger[0] and not linger[1]:
             abort = True  # SO_LINGER (on, 0): RST, as BSD does
         if self._handle is None:
-            self._state = "closed"
+            self._enter(CLOSED)
             return
         self._update()
-        if self._state in ("listening", "bound"):
+        if self._state in (LISTENING, BOUND):
             # facts 3.3 Close: Close() on a listener leaves its un-accepted children alive;
             # Configure(NULL) destroys them and flushes the Accept tokens.
             self._call("Configure", None)
-            self._state = "closed"
+            self._enter(CLOSED)
             for op in list(self._accept_ops):
                 events.check(op)
             self._consume()
             while self._accepted:
                 self._accepted.popleft().close(abort=True)  # as Linux resets un-accepted children
             self._destroy()
-        elif self._state != "connected" or self._dead:
+        elif self._state != CONNECTED or self._dead:
             self._destroy()  # fresh, connecting, failed or reset: nothing to say to the peer
         elif abort:
             self._abort()
@@ -918,74 +910,68 @@ class TcpEndpoint(object):
             self._rx.discard()
             self._fin_wanted = True
             self._close_deadline = events.clock() + CLOSE_TIMEOUT
-            _closing.append(self)
             self._update()
-            if _reap_one(self) and self in _closing:
-                _closing.remove(self)  # finished at once (e.g. the peer had closed already)
+            _closer.start(self)  # it may finish at once (e.g. the peer had closed already)
 
-    # --- progress, readiness, addresses, options ------------------------------------------
-    def progress(self):
-        """Poll the NIC through this child, then consume every completion (facts 3.4)."""
-        # Hot path: every round of every wait runs this, most of them finding nothing. Hence
-        # _call's cache inlined, and each step skipped by one test when it has nothing to do.
-        if _rx_deferred:
-            _post_deferred()
-        proto = self._proto
-        if proto is not None:
-            entry = self._calls.get("Poll")
-            if entry is None or entry[0] is not proto:
-                entry = self._calls["Poll"] = (proto, proto.Poll, ctypes.byref(proto))
-            entry[1](entry[2])
-            if self._tx_inflight + self._tx.size >= self._options["sndbuf"] and self._tx_ops:
-                # A sender blocked on a full send buffer: only Polls (each takes in one ACK, and
-                # EDK2 then sends more) free room, and a 64 KiB Transmit completes after dozens
-                # of them, so Poll a batch back to back before the Python bookkeeping runs again
-                # (under QEMU TCG a Poll costs less with less Python between; docs/performance.md).
-                for _ in range(SEND_POLL_BATCH - 1):
-                    entry[1](entry[2])
-        events.process()
-        if _dirty:
-            for ep in list(_dirty):
-                ep._update()
-        if _tx_retry:  # refused Transmits (issue 20 item 3)
-            for ep in list(_tx_retry):
-                ep._update()
-        if _closing or _reap_wanted:
-            _reap_due()
+    def _reap_step(self):
+        """The closer's step (rule 4): advance this closing endpoint; True once it is gone."""
+        self._update()
+        if self._handle is None:
+            return True
+        if self._close_op is not None and self._close_op.done or self._dead:
+            self._destroy()
+            return True
+        if events.clock() >= self._close_deadline:
+            self._abort()
+            self._destroy()
+            return True
+        return False
 
+    def _close_now(self):
+        """close_all gave up waiting: abort; True if there was still something to abort."""
+        if self._handle is None:
+            return False  # already destroyed: nothing to abort
+        self._abort()
+        self._destroy()
+        return True
+
+    # --- readiness, addresses, options (progress() is stack.pump) ------------------------
+    # The readiness table above TRANSITIONS, state by state.
     def can_recv(self):
         # data, EOF or an error is there: recv_into will not return None
         if self._user_closed:
             return True
         self._refresh()
-        if self._state == "listening":
+        state = self._state
+        if state == CONNECTED:
+            return self._rx.size > 0 or self._rd_shut or bool(self._error) or self._eof or self._dead or \
+                (self._close_op is not None and self._rx_op is None)
+        if state == LISTENING:
             return bool(self._accepted) or bool(self._error)
-        if self._state == "connecting":
-            return False
-        return self._rx.size > 0 or self._rd_shut or bool(self._error) or self._eof or self._dead or \
-            self._state != "connected" or (self._close_op is not None and self._rx_op is None)
+        return state != CONNECTING  # FRESH, BOUND, FAILED, CLOSED: recv answers at once
 
     def can_send(self):
         # send() will not return None: space in the send buffer, or it would raise
         if self._user_closed:
             return True
         self._refresh()
-        if self._state == "connecting":
-            return False
-        if self._state != "connected" or self._error or self._dead or self._fin_wanted:
-            return True
-        return self._tx_inflight + self._tx.size < self._options["sndbuf"]
+        state = self._state
+        if state == CONNECTED:
+            if self._error or self._dead or self._fin_wanted:
+                return True  # send raises
+            return self._tx_inflight + self._tx.size < self._options["sndbuf"]
+        return state != CONNECTING  # every other state: send raises at once
 
     def acceptable(self):
-        return self._state == "listening" and self.can_recv()
+        return self._state == LISTENING and self.can_recv()
 
-    connecting = property(lambda self: self._refresh() or self._state == "connecting")
-    connected = property(lambda self: self._refresh() or self._state == "connected")
-    listening = property(lambda self: self._state == "listening")
-    failed = property(lambda self: self._refresh() or self._state == "failed")
+    connecting = property(lambda self: self._refresh() or self._state == CONNECTING)
+    connected = property(lambda self: self._refresh() or self._state == CONNECTED)
+    listening = property(lambda self: self._state == LISTENING)
+    failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)
-    remote_address = property(lambda self: self._remote if self._state == "connected" else None)
+    remote_address = property(lambda self: self._remote if self._state == CONNECTED else None)
 
     def take_error(self):
         # type: () -> int
@@ -1032,77 +1018,8 @@ _CONSUMERS = {"rx": TcpEndpoint._done_rx, "tx": TcpEndpoint._done_tx, "connect":
               "txu": TcpEndpoint._done_tx_urgent}
 
 
-# --- the background closer (rule 4) -------------------------------------------------------------
-def _reap_one(ep):
-    """Advance one closing endpoint; True once it is gone."""
-    ep._update()
-    if ep._handle is None:
-        return True
-    if ep._close_op is not None and ep._close_op.done or ep._dead:
-        ep._destroy()
-        return True
-    if events.clock() >= ep._close_deadline:
-        ep._abort()
-        ep._destroy()
-        return True
-    return False
-
-
-def reap():
-    """Finish whatever background closes can be finished now."""
-    _reaper["next_sweep"] = events.clock() + REAP_SWEEP
-    _reap(list(_closing))
-
-
-def _reap(endpoints):
-    _reap_wanted.difference_update(endpoints)
-    for ep in endpoints:
-        if _reap_one(ep) and ep in _closing:
-            _closing.remove(ep)
-
-
-def _reap_due():
-    """Reap what may have moved, from progress() and before each new child.
-
-    Only the closing endpoints that had a completion (_record), and all of them every
-    REAP_SWEEP seconds for what no completion announces (the close deadline): a full reap() is
-    O(closing endpoints), and progress() runs on every round of every wait -- with a thousand
-    connections in TIME_WAIT (2 s, facts 3.9), reaping all of them each time made the
-    connection rate fall with the number of connections closed in the last two seconds.
-    """
-    if not _closing:
-        _reap_wanted.clear()
-    elif events.clock() >= _reaper["next_sweep"]:
-        reap()
-    elif _reap_wanted:
-        _reap(list(_reap_wanted))
-
-
-def _post_deferred():
-    """Post the deferred Receives, after a batch of Polls if a stream arrives (rule 2's exception).
-
-    EDK2 completes an outstanding Receive with whatever the first Poll brings in: one frame
-    (facts 3.3 Receive, 3.4). With no Receive outstanding, the frames POLL_BATCH Polls pull in
-    wait in EDK2's buffer instead, and a Receive posted afterwards takes them all at once,
-    synchronously: one Python completion (and one copy out of the Receive buffer) per batch
-    instead of one per frame -- most of bulk receive's cost. Only endpoints whose last Receive
-    brought a full segment cause these Polls, so request/response traffic never pays for them;
-    progress() calls this before it Polls, so nothing is noticed later for it.
-    """
-    deferred = [ep for ep in _rx_deferred if ep._proto is not None]
-    _rx_deferred.clear()
-    streaming = [ep for ep in deferred if ep._streaming]
-    if streaming:
-        # Any child: Poll pulls the NIC's next frame (facts 3.3 Poll). The Polls run back to back
-        # from one cached callable: under QEMU TCG a frame-carrying Poll costs less the less Python
-        # runs between Polls (docs/performance.md), and _call's lookup per Poll was pure overhead.
-        streaming[0]._call("Poll")
-        poll, this = streaming[0]._calls["Poll"][1:]
-        for _ in range(POLL_BATCH - 1):
-            poll(this)
-    for ep in deferred:
-        ep._streaming = ep._rx_later = False  # post now; its completion says what comes next
-        ep._update()
+# --- the background closer (rule 4): closer.Closer, with TcpEndpoint._reap_step ----------------
+reap = _closer.reap  # finish whatever background closes can be finished now
 
 
 def _abort_closing(station, port):
@@ -1132,21 +1049,10 @@ def close_all(timeout=5.0):
 
     For tests and interpreter exit. Returns how many had to be aborted.
     """
-    for ep in list(_live):
-        ep.close()
-    events.wait_until(lambda: not _closing, events.clock() + timeout, poll=_poll_any)
-    aborted = 0
-    for ep in list(_closing):
-        if ep._handle is None:
-            continue  # already destroyed: nothing to abort
-        ep._abort()
-        ep._destroy()
-        aborted += 1
-    del _closing[:]
-    return aborted
+    return _closer.close_all(timeout, _poll_any)
 
 
 def live_endpoints():
     # type: () -> int
     """Endpoints still holding an EFI child (open, or closing in the background)."""
-    return len(_live) + len(_closing)
+    return _closer.count()

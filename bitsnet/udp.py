@@ -3,8 +3,9 @@ the socket layer. What differs between the two is in ``family.py``; everything h
 (EFI_UDP6 has no broadcast, no Routes and no SubnetMask, facts 4.1).
 
 Contents: module constants -- ``UdpEndpoint`` (bind, connect, disconnect, sendto, recvfrom,
-recvfrom_into, progress, readiness predicates, options, close) -- ``reap``, ``close_all``,
-``live_endpoints``.
+recvfrom_into, readiness predicates, options, close) -- ``reap``, ``close_all``,
+``live_endpoints``. The child's life is ``child.EfiChild``'s, ``progress()`` is ``stack.pump``
+and the background closer is ``closer.Closer`` (``stack.udp_closer``), as for TCP.
 
 Like ``tcp.TcpEndpoint``, every method returns at once; a caller that must wait uses
 ``events.wait_until(ep.can_recv, deadline, poll=ep.progress)``.
@@ -43,8 +44,10 @@ import errno
 
 import efi
 
-from bitsnet import efidefs, errors, events, family, ipconfig, nic
+from bitsnet import efidefs, errors, events, family, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
+from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # noqa: F401  (NO_MAPPING_WAIT: facts 3.7)
+from bitsnet.endpoint import DatagramEndpoint
 
 UDP4_SB = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
 
@@ -54,13 +57,14 @@ DEFAULT_RCVBUF = 256 * 1024  # ... and in bytes (SO_RCVBUF), like a Linux defaul
 MAX_TRANSMITS = 8  # Transmit tokens in flight; EDK2 completes them as soon as MNP sent the frame
 FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queued longer than this
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
-NO_MAPPING_WAIT = 5.0  # facts 3.7: retry Configure this long while an IPv6 address appears (as tcp.py)
 TIME_TO_LIVE = 64
 OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
 
-_live = set()  # type: set       # endpoints holding a child, not closed by the user
-_closing = []  # type: list      # closed endpoints whose Transmits are still in flight
-_dirty = set()  # type: set      # endpoints with completions not yet consumed
+# The stack-wide state (stack.py), under the names this module has always used for it.
+_closer = stack.udp_closer
+_live = _closer.live  # endpoints holding a child, not closed by the user
+_closing = _closer.closing  # closed endpoints whose Transmits are still in flight
+_dirty = stack.dirty  # endpoints with completions not yet consumed
 
 
 def _fail(err, detail):
@@ -72,19 +76,18 @@ def _ip_int(text):
     return (a << 24) | (b << 16) | (c << 8) | d
 
 
-class UdpEndpoint(object):
+class UdpEndpoint(EfiChild, DatagramEndpoint):
     """One UDP4 or UDP6 child (``fam``); see the module docstring for the rules it keeps."""
 
     # The readiness vocabulary select.py shares with TcpEndpoint: a datagram socket never
     # listens or connects in the TCP sense, and is "connected" (may send) until closed.
     listening = False
     connecting = False
+    _closer = stack.udp_closer
+    _POLL_UNCONFIGURED = False  # Poll goes through a configured child only
 
     def __init__(self, fam=None):
-        self._fam = fam or family.INET
-        self._nic = None
-        self._handle = None
-        self._proto = None
+        EfiChild.__init__(self, fam or family.INET)
         self._info = None  # the Ip4Info the child was configured with
         self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM}
         self._configured = False
@@ -104,17 +107,8 @@ class UdpEndpoint(object):
             self._local, self._remote, len(self._rx), self._rx.dropped)
 
     # --- firmware plumbing ------------------------------------------------------------------
-    def _call(self, name, *args):
-        proto = self._proto
-        return getattr(proto, name)(ctypes.byref(proto), *args)
-
-    def _ensure_child(self):
-        if self._handle is None:
-            reap()
-            self._nic = nic.default_nic()
-            self._handle = self._nic.create_child(self._fam.udp_sb)
-            self._proto = self._fam.UDP_PROTOCOL.from_handle(self._handle)
-            _live.add(self)
+    def _binding(self):
+        return self._fam.udp_sb, self._fam.UDP_PROTOCOL
 
     def _configure(self, host, port, remote=None):
         """Configure(NULL) if configured, then Configure for (host, port) and ``remote``."""
@@ -129,37 +123,20 @@ class UdpEndpoint(object):
         station = (info.address if fam.version == 4 else None) if wildcard else host
         config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
                                 bool(self._options["reuseaddr"]))  # SO_REUSEADDR: AllowDuplicatePort (facts 4.2)
-        deadline = events.clock() + NO_MAPPING_WAIT
-        while True:
-            status = self._call("Configure", ctypes.byref(config))
-            if status != efi.EFI_NO_MAPPING or events.clock() >= deadline:
-                break
-            # facts 3.7: UDP6 says EFI_NO_MAPPING until IP6 has a usable address; Configure again.
-            caller = events.caller_deadline[0]
-            if caller is not None and events.clock() >= caller:
-                raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
-            events.boot_services().Stall(10000)
+        status = self._configure_child(config, events.clock() + NO_MAPPING_WAIT)  # NO_MAPPING retried
         if status == efi.EFI_ACCESS_DENIED:
             # Udp4Dxe (facts 4.2): a port clash is EFI_ACCESS_DENIED.
             _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
         errors.raise_for_status(status, "udp-bind")
         self._configured = True
-        for subnet, mask, gateway in info.routes if fam.has_routes else ():
-            # bits-efi-api item 3: old stacks ignored the IP4 routes in children; add them.
-            # Best effort: ACCESS_DENIED (already there) or a refusal leaves the default routes.
-            self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)), ctypes.byref(efidefs.ipv4(mask)),
-                       ctypes.byref(efidefs.ipv4(gateway)))
+        self._pollable(True)
+        self._add_routes(info, strict=False)  # best effort: a refusal leaves the default routes
         mode = fam.UDP_CONFIG_DATA()
         if self._call("GetModeData", ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
             port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (facts 4.2)
         self._station = station
         self._local = (fam.wildcard if wildcard else host, port)
         self._update()
-
-    def _ip_info(self):
-        """IPv4: the NIC's address (DHCP first if needed); IPv6: its addresses once a global one
-        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
-        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
 
     def _unconfigure(self):
         """Configure(NULL): every token ends EFI_ABORTED (facts 4.2).
@@ -178,6 +155,7 @@ class UdpEndpoint(object):
         finally:
             bs.RestoreTPL(old_tpl)
         self._configured = False
+        self._pollable(False)
         for op in [self._rx_op] + list(self._tx_ops):
             if op is not None:
                 events.check(op)
@@ -427,26 +405,25 @@ class UdpEndpoint(object):
         self._destroy()
 
     def _destroy(self):
-        if self._handle is not None:
-            if self._configured:
-                self._unconfigure()
-            self._nic.destroy_child(self._fam.udp_sb, self._handle)
-            events.abandon(self)
-            self._consume()
-            self._handle = self._proto = None
-        _live.discard(self)
-        _dirty.discard(self)
+        if self._handle is not None and self._configured:
+            self._unconfigure()
+        self._destroy_child()
 
-    # --- progress, readiness, addresses, options ------------------------------------------
-    def progress(self):
-        """Poll the NIC through this child, then consume every completion (facts 3.4, 4.2)."""
-        if self._proto is not None and self._configured:
-            self._call("Poll")
-        events.process()
-        for ep in list(_dirty):
-            ep._update()
-        if _closing:
-            reap()
+    def _reap_step(self):
+        """The closer's step: destroy this closed endpoint once its Transmits completed (or
+        waited long enough); True once it is gone."""
+        self._consume()
+        if not self._tx_ops or events.clock() >= self._close_deadline:
+            self._destroy()
+            return True
+        return False
+
+    def _close_now(self):
+        """close_all gave up waiting for the Transmits: destroy now (no RST in UDP)."""
+        self._destroy()
+        return False
+
+    # --- readiness, addresses, options (progress() is stack.pump) ------------------------
 
     def can_recv(self):
         # a datagram or an error is there: recvfrom will not return None
@@ -454,6 +431,9 @@ class UdpEndpoint(object):
             return True
         self._update()
         return bool(self._rx) or bool(self._error)
+
+    def acceptable(self):
+        return False  # a datagram endpoint never listens
 
     def can_send(self):
         # sendto will not return None
@@ -509,32 +489,20 @@ class UdpEndpoint(object):
         return self._options[name]
 
 
-def reap():
-    """Destroy closed endpoints whose Transmits have completed (or waited long enough)."""
-    for ep in list(_closing):
-        ep._consume()
-        if not ep._tx_ops or events.clock() >= ep._close_deadline:
-            ep._destroy()
-            _closing.remove(ep)
+reap = _closer.reap  # destroy closed endpoints whose Transmits have completed (or waited long enough)
 
 
 def close_all(timeout=2.0):
     """Close every endpoint; wait up to ``timeout`` for in-flight Transmits. For tests/exit."""
-    for ep in list(_live):
-        ep.close()
-
     def poll():
         for ep in list(_closing):
             if ep._proto is not None:
                 ep._call("Poll")
         events.process()
         reap()
-    events.wait_until(lambda: not _closing, events.clock() + timeout, poll=poll)
-    for ep in list(_closing):
-        ep._destroy()
-    del _closing[:]
+    _closer.close_all(timeout, poll)
 
 
 def live_endpoints():
     # type: () -> int
-    return len(_live) + len(_closing)
+    return _closer.count()

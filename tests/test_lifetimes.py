@@ -185,3 +185,42 @@ def test_receive_buffers_stay_registered_until_the_firmware_lets_go(net):
     for op in ops:
         assert (events._pending.get(op.slot) is op) == (ctypes.addressof(op.token) in held), op
     assert not net.firmware.crashes
+
+
+def test_tokens_stay_registered_while_destroy_child_fails(net, monkeypatch):
+    """DestroyChild refused: the child may live on, and the firmware may still write into its
+    tokens' buffers, so the registry keeps them (owned by events.ORPHANED) until the firmware
+    provably lets go -- here when the child is at last destroyed for real."""
+    import efi
+    from bitsnet import nic as bs_nic
+    events.reset("trampoline")
+    real = bs_nic.Nic.destroy_child
+    refused = []
+
+    def failing(self, sb_guid, handle):
+        refused.append((self, sb_guid, handle))
+        return efi.EFI_DEVICE_ERROR
+
+    with HostListener() as listener:
+        sock, peer = connected_pair(listener)
+        bs_select.select([sock], [], [], 0)  # one Receive outstanding
+        ep = sock._descriptor.endpoint
+        ops = [op for op in events._pending.values() if op.owner is ep]
+        assert ops, "no Receive posted"
+        monkeypatch.setattr(bs_nic.Nic, "destroy_child", failing)
+        ep._destroy()
+        monkeypatch.undo()
+        assert refused and ep._handle is None
+        for op in ops:
+            assert events._pending.get(op.slot) is op and op.owner == events.ORPHANED, op
+        gc.collect()
+        churn_heap()
+        assert_firmware_holds_only_live_memory(net, "after the refused DestroyChild")
+        the_nic, sb_guid, handle = refused[0]
+        assert real(the_nic, sb_guid, handle) == efi.EFI_SUCCESS  # the firmware flushes the tokens
+        events.wait_until(lambda: not any(events._pending.get(op.slot) is op for op in ops),
+                          events.clock() + 5.0, poll=events.process)
+        assert all(op.done for op in ops) and events.outstanding() == 0
+        sock.close()
+        peer.close()
+    assert not net.firmware.crashes

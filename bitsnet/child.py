@@ -1,0 +1,126 @@
+"""EfiChild: the life of one service-binding child (TCP4/6, UDP4/6), shared by the endpoints.
+
+An endpoint's firmware half is one child of a service binding on the NIC: made lazily
+(CreateChild at the first bind/connect/send), Configured (retried while the address appears),
+given the IP4 routes, called through a cache, Polled by ``stack.pump``, and finally destroyed
+(DestroyChild) -- after which the tokens it held are released, and only if the firmware has
+provably let go of them (``events.abandon`` / ``events.orphan``). ``EfiChild`` does all of that
+once; ``tcp.TcpEndpoint`` and ``udp.UdpEndpoint`` add their protocol. A subclass provides:
+
+``_binding()``   (service-binding GUID, protocol class) of its ``fam`` (family.py)
+``_closer``      its protocol's ``closer.Closer`` (stack.py), which counts the live children
+``_consume()``   consume the completions recorded so far (run once the child is destroyed)
+``_POLL_UNCONFIGURED``  whether Poll may go through a child that is not configured
+"""
+
+import ctypes
+
+import efi
+
+from bitsnet import efidefs, errors, events, ipconfig, nic, stack
+from bitsnet.endpoint import Endpoint
+
+NO_MAPPING_WAIT = 5.0  # facts 3.7/8.1 #8: retry Configure this long while the address appears
+
+
+class EfiChild(Endpoint):
+    """One service-binding child; see the module docstring."""
+
+    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "_poll")
+    _closer = None  # type: stack.Closer  # type: ignore[assignment]  # each subclass: its protocol's
+    _POLL_UNCONFIGURED = True
+    _SEND_POLL_BATCHED = False  # stack.pump's send batch (TCP only)
+    progress = stack.pump  # ep.progress() is stack.pump(ep): no Python call more per round
+
+    def __init__(self, fam):
+        self._fam = fam
+        self._nic = None
+        self._handle = None  # the child handle, created lazily at bind/connect/listen
+        self._proto = None
+        self._calls = {}  # type: dict   # see _call
+        self._poll = None  # (Poll, byref(proto)) while the child can be Polled (stack.pump)
+
+    def _binding(self):
+        raise NotImplementedError("%s._binding" % type(self).__name__)
+
+    def _consume(self):
+        raise NotImplementedError("%s._consume" % type(self).__name__)
+
+    def _call(self, name, *args):
+        # Reading a ctypes function-pointer field builds a new callable each time, a visible
+        # cost on the hot path (Poll, Receive, Transmit): keep it, with the byref, per child.
+        entry = self._calls.get(name)
+        if entry is None or entry[0] is not self._proto:
+            proto = self._proto
+            entry = self._calls[name] = (proto, getattr(proto, name), ctypes.byref(proto))
+        return entry[1](entry[2], *args)
+
+    def _set_proto(self, proto):
+        self._proto = proto
+        self._pollable(proto is not None and self._POLL_UNCONFIGURED)
+
+    def _pollable(self, on):
+        """Let stack.pump Poll through this child (a UDP child only while configured)."""
+        proto = self._proto
+        self._poll = (proto.Poll, ctypes.byref(proto)) if on and proto is not None else None
+
+    def _ensure_child(self):
+        if self._handle is None:
+            self._closer.reap_due()
+            self._nic = nic.default_nic()
+            sb, protocol = self._binding()
+            self._handle = self._nic.create_child(sb)
+            self._set_proto(protocol.from_handle(self._handle))
+            self._closer.live.add(self)
+
+    def _adopt_child(self, the_nic, handle):
+        """Take over a child EDK2 made for us (an accepted connection, facts 3.3 Accept)."""
+        sb, protocol = self._binding()
+        self._nic, self._handle = the_nic, handle
+        the_nic.adopt_child(sb, handle)
+        self._set_proto(protocol.from_handle(handle))
+        self._closer.live.add(self)
+
+    def _ip_info(self):
+        """IPv4: the NIC's address, DHCP first if needed. IPv6: its addresses once a global one
+        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
+        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
+
+    def _configure_child(self, config, deadline):
+        """Configure(config), again while it says EFI_NO_MAPPING until ``deadline``; the status."""
+        while True:
+            status = self._call("Configure", ctypes.byref(config))
+            if status != efi.EFI_NO_MAPPING or events.clock() >= deadline:
+                return status
+            # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
+            # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7);
+            # UDP6 says EFI_NO_MAPPING until IP6 has a usable address.
+            caller = events.caller_deadline[0]
+            if caller is not None and events.clock() >= caller:
+                raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
+            events.boot_services().Stall(10000)
+
+    def _add_routes(self, info, strict):
+        """bits-efi-api item 3 (old TcpDxe, old stacks): children do not use the IP4 routes; add
+        them. EFI_ACCESS_DENIED means the route is already there. (TCP6/UDP6 have no Routes,
+        facts 3.2, 4.1.) ``strict``: any other refusal raises; else it leaves the default routes."""
+        for subnet, mask, gateway in info.routes if self._fam.has_routes else ():
+            status = self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)),
+                                ctypes.byref(efidefs.ipv4(mask)), ctypes.byref(efidefs.ipv4(gateway)))
+            if strict and status != efi.EFI_ACCESS_DENIED:
+                errors.raise_for_status(status, "Routes")
+
+    def _destroy_child(self):
+        """DestroyChild, then release the child's tokens: all of them if it is gone (the
+        firmware flushed them), else only as the firmware completes them (events.orphan)."""
+        if self._handle is not None:
+            sb = self._binding()[0]
+            if self._nic.destroy_child(sb, self._handle) == efi.EFI_SUCCESS:
+                events.abandon(self)
+            else:
+                events.orphan(self)
+            self._consume()
+            self._handle = None
+            self._set_proto(None)
+        self._closer.live.discard(self)
+        stack.dirty.discard(self)

@@ -1,0 +1,67 @@
+"""bitsnet.endpoint: the declared interface, and that each endpoint kind provides it."""
+
+import pytest
+
+from bitsnet import endpoint, tcp, udp
+
+# What a datagram endpoint has no use for: the socket layer never asks it of one.
+STREAM_ONLY = ("listen", "accept", "connect_start", "shutdown", "recv", "recv_into")
+
+
+def _members(cls):
+    return sorted(name for name in vars(cls) if not name.startswith("_"))
+
+
+def _owner(cls, name):
+    """The class in ``cls``'s MRO that defines ``name`` (2.7's unbound methods defeat ``is``)."""
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
+
+
+def test_the_interface_raises_not_implemented():
+    class Bare(endpoint.DatagramEndpoint):
+        pass
+    bare = Bare()
+    for cls in (endpoint.Endpoint, endpoint.DatagramEndpoint):
+        for name in _members(cls):
+            member = vars(cls)[name]
+            with pytest.raises(NotImplementedError):
+                if isinstance(member, property):
+                    getattr(bare, name)
+                else:
+                    member(bare, *[None] * (member.__code__.co_argcount - 1))
+
+
+def test_tcp_endpoint_provides_every_member():
+    assert issubclass(tcp.TcpEndpoint, endpoint.Endpoint)
+    missing = [name for name in _members(endpoint.Endpoint) if _owner(tcp.TcpEndpoint, name) is endpoint.Endpoint]
+    assert missing == []
+
+
+def test_udp_endpoint_provides_every_datagram_member():
+    assert issubclass(udp.UdpEndpoint, endpoint.DatagramEndpoint)
+    wanted = [name for name in _members(endpoint.Endpoint) if name not in STREAM_ONLY]
+    missing = [name for name in wanted + _members(endpoint.DatagramEndpoint)
+               if _owner(udp.UdpEndpoint, name) in (endpoint.Endpoint, endpoint.DatagramEndpoint)]
+    assert missing == []
+
+
+def test_progress_is_the_stack_pump():
+    """endpoint.progress() is stack.pump itself (no Python call more per round), for both kinds."""
+    from bitsnet import child, stack
+    assert vars(child.EfiChild)["progress"] is stack.pump
+    assert _owner(tcp.TcpEndpoint, "progress") is child.EfiChild
+    assert _owner(udp.UdpEndpoint, "progress") is child.EfiChild
+
+
+def test_tcp_state_table():
+    """Every state has its transitions; any state may close; an unlisted transition is a bug."""
+    states = (tcp.FRESH, tcp.BOUND, tcp.CONNECTING, tcp.CONNECTED, tcp.LISTENING, tcp.FAILED, tcp.CLOSED)
+    assert sorted(tcp.TRANSITIONS) == sorted(states)
+    for state, targets in tcp.TRANSITIONS.items():
+        assert tcp.CLOSED in targets and set(targets) <= set(states), state
+    ep = tcp.TcpEndpoint()
+    assert ep._state == tcp.FRESH
+    ep._enter(tcp.BOUND)
+    with pytest.raises(AssertionError):
+        ep._enter(tcp.CONNECTED)  # only an accepted connection starts connected
+    assert ep._state == tcp.BOUND
