@@ -17,7 +17,7 @@ import ctypes
 
 import efi
 
-from bitsnet import efidefs, errors, events, ipconfig, nic, stack
+from bitsnet import clock, efidefs, errors, events, ipconfig, nic, stack
 from bitsnet.endpoint import Endpoint
 
 NO_MAPPING_WAIT = 5.0  # facts 3.7/8.1 #8: retry Configure this long while the address appears
@@ -90,13 +90,13 @@ class EfiChild(Endpoint):
         """Configure(config), again while it says EFI_NO_MAPPING until ``deadline``; the status."""
         while True:
             status = self._call("Configure", ctypes.byref(config))
-            if status != efi.EFI_NO_MAPPING or events.clock() >= deadline:
+            if status != efi.EFI_NO_MAPPING or clock.monotonic() >= deadline:
                 return status
             # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
             # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7);
             # UDP6 says EFI_NO_MAPPING until IP6 has a usable address.
             caller = events.caller_deadline[0]
-            if caller is not None and events.clock() >= caller:
+            if caller is not None and clock.monotonic() >= caller:
                 raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
             events.boot_services().Stall(10000)
 

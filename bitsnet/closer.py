@@ -12,7 +12,7 @@ What a closing endpoint provides (``tcp.TcpEndpoint``, ``udp.UdpEndpoint``):
 ``_close_now()``  give up waiting: abort and destroy it now; True if it had to be aborted
 """
 
-from bitsnet import events
+from bitsnet import clock, events
 
 
 class Closer(object):
@@ -34,7 +34,7 @@ class Closer(object):
 
     def reap(self):
         """Finish whatever background closes can be finished now."""
-        self.next_sweep = events.clock() + self.sweep
+        self.next_sweep = clock.monotonic() + self.sweep
         self._reap(list(self.closing))
 
     def _reap(self, endpoints):
@@ -55,7 +55,7 @@ class Closer(object):
         """
         if not self.closing:
             self.wanted.clear()
-        elif events.clock() >= self.next_sweep:
+        elif clock.monotonic() >= self.next_sweep:
             self.reap()
         elif self.wanted:
             self._reap(list(self.wanted))
@@ -65,7 +65,7 @@ class Closer(object):
         to finish, then abort the rest. Returns how many had to be aborted."""
         for ep in list(self.live):
             ep.close()
-        events.wait_until(lambda: not self.closing, events.clock() + timeout, poll=poll)
+        events.wait_until(lambda: not self.closing, clock.monotonic() + timeout, poll=poll)
         aborted = 0
         for ep in list(self.closing):
             if ep._close_now():

@@ -30,7 +30,7 @@ import sys
 
 import efi
 
-from bitsnet import clock, efidefs, errors, events, nic
+from bitsnet import clock, efidefs, errors, events, inet, nic
 
 # Seconds to wait for a DHCP lease. EDK2's own DHCP gives up after about 60 s (DISCOVER
 # retransmits at 4, 8, 16, 32 s, facts 5.2); a lab network answers within a few seconds, and a
@@ -73,21 +73,7 @@ def _link_local(address):
     return address.lower().startswith(("fe8", "fe9", "fea", "feb"))  # fe80::/10
 
 
-def prefix_length(netmask):
-    # type: (str) -> int
-    """24 for '255.255.255.0'."""
-    value = 0
-    for part in netmask.split("."):
-        value = (value << 8) | int(part)
-    return bin(value).count("1")
-
-
-def _mask_text(netmask):
-    if isinstance(netmask, int) or (isinstance(netmask, str) and netmask.isdigit()):
-        bits = int(netmask)
-        value = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF if bits else 0
-        return "%d.%d.%d.%d" % (value >> 24, value >> 16 & 255, value >> 8 & 255, value & 255)
-    return netmask
+prefix_length = inet.prefix_length  # 24 for "255.255.255.0" (kept here: callers name it so)
 
 
 # --- GetData / SetData with the sizing rules of facts 5.2 ---------------------------------
@@ -212,7 +198,7 @@ def ensure_configured6(timeout=None):
             errors.raise_for_status(status, "Ip6Config.SetData(Policy)")
     else:
         sys.stdout.write("bitsnet: waiting for an IPv6 address on %s ... " % the_nic.name)
-    start = events.clock()
+    start = clock.monotonic()
     found = []
 
     def usable():
@@ -232,7 +218,7 @@ def ensure_configured6(timeout=None):
         sys.stdout.flush()
         raise errors.socket_error(errno.EADDRNOTAVAIL, "IPv6 on %s: no global address within %s s (no router"
                                   " advertisement)" % (the_nic.name, _seconds(timeout)))
-    sys.stdout.write("%s in %.1f s\n" % (found[-1].address, events.clock() - start))
+    sys.stdout.write("%s in %.1f s\n" % (found[-1].address, clock.monotonic() - start))
     sys.stdout.flush()
     return found[-1]
 
@@ -387,7 +373,7 @@ def ensure_configured(timeout=None):
             _state.update(dhcp_nic=None, until=None)  # a wait cut short: DHCP has answered since
         return info  # reuse whatever the firmware already has (DHCP by the shell, static, PXE)
     name = the_nic.name
-    start = events.clock()
+    start = clock.monotonic()
     resumed = _state["until"] is not None and _state["dhcp_nic"] is the_nic and the_nic is nic._state.get("nic")
     if resumed:
         until = _state["until"]  # an earlier wait for this run was cut short by its caller's deadline
@@ -433,7 +419,7 @@ def ensure_configured(timeout=None):
     _state.update(dhcp_nic=None, until=None)
     if resumed:
         sys.stdout.write("bitsnet: DHCP on %s: " % name)
-    sys.stdout.write("%s/%d in %.1f s\n" % (info.address, prefix_length(info.netmask), events.clock() - start))
+    sys.stdout.write("%s/%d in %.1f s\n" % (info.address, prefix_length(info.netmask), clock.monotonic() - start))
     sys.stdout.flush()
     return info
 
@@ -478,7 +464,7 @@ def configure(address=None, netmask=None, gateway=None, dns=()):
     manual = efidefs.EFI_IP4_CONFIG2_MANUAL_ADDRESS()
     try:
         manual.Address = efidefs.ipv4(address)
-        manual.SubnetMask = efidefs.ipv4(_mask_text(netmask))
+        manual.SubnetMask = efidefs.ipv4(inet.netmask_text(netmask))
         gateways = _address_array([gateway]) if gateway else None
         servers = _address_array(list(dns)) if dns else None
     except ValueError as e:

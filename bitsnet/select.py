@@ -25,6 +25,7 @@ import math as _math
 import sys as _sys
 
 from bitsnet import _socket
+from bitsnet import clock as _clock
 from bitsnet import events as _events
 
 if _sys.version_info[0] >= 3:
@@ -151,7 +152,7 @@ class _Waiter(object):
     def wait(self, ready, timeout):
         """Poll once, then wait until ``ready()`` or ``timeout`` seconds."""
         self.progress()
-        deadline = None if timeout is None else _events.clock() + timeout
+        deadline = None if timeout is None else _clock.monotonic() + timeout
         return _events.wait_until(ready, deadline, poll=self.progress)
 
 

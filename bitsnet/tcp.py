@@ -60,7 +60,7 @@ import errno
 
 import efi
 
-from bitsnet import efidefs, errors, events, family, stack
+from bitsnet import clock, efidefs, errors, events, family, stack
 from bitsnet.buffers import ByteQueue
 from bitsnet.child import NO_MAPPING_WAIT, EfiChild
 # The speed policy lives with the pump that applies it (stack.py); its names stay readable here.
@@ -281,7 +281,7 @@ class TcpEndpoint(EfiChild):
         fam.tcp_access_point(config, station, info.netmask, port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
-        deadline = events.clock() + NO_MAPPING_WAIT
+        deadline = clock.monotonic() + NO_MAPPING_WAIT
         retried = False
         while True:
             status = self._configure_child(config, deadline)  # EFI_NO_MAPPING: retried there
@@ -418,7 +418,7 @@ class TcpEndpoint(EfiChild):
     def _refill_unconnected(self):
         """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
         if self._state == CONNECTING and self._connect_deadline is not None \
-                and events.clock() >= self._connect_deadline:
+                and clock.monotonic() >= self._connect_deadline:
             self._awaiting = None
             self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
             self._enter(FAILED)
@@ -516,7 +516,7 @@ class TcpEndpoint(EfiChild):
         (issue 20 item 3: the data was accepted by send(), and the program may now wait on
         another socket for the answer); after TX_REFUSED_LIMIT seconds the connection fails
         with ENOBUFS, loudly, rather than hold the data for ever."""
-        now = events.clock()
+        now = clock.monotonic()
         if self._tx_refused_since is None:
             self._tx_refused_since = now
         elif now - self._tx_refused_since >= TX_REFUSED_LIMIT:
@@ -639,7 +639,7 @@ class TcpEndpoint(EfiChild):
             errors.raise_for_status(status, "connect")
         self._enter(CONNECTING)
         self._connect_op = op
-        self._connect_deadline = events.clock() + (CONNECT_TIMEOUT if timeout is None else timeout)
+        self._connect_deadline = clock.monotonic() + (CONNECT_TIMEOUT if timeout is None else timeout)
         events.check(op)
         self._update()
 
@@ -651,14 +651,14 @@ class TcpEndpoint(EfiChild):
         self._check_open()
         self._awaiting = (address, self._state)
         self._enter(CONNECTING)
-        self._connect_deadline = events.clock() + CONNECT_TIMEOUT
+        self._connect_deadline = clock.monotonic() + CONNECT_TIMEOUT
 
     def _connect_awaited(self):
         address, previous = self._awaiting
         self._awaiting = None
         self._enter(previous)
         held = events.caller_deadline[0]
-        events.caller_deadline[0] = events.clock()  # never wait inside an update
+        events.caller_deadline[0] = clock.monotonic()  # never wait inside an update
         try:
             self.connect_start(address)
         except (errors.error, efi.EFIException) as exc:
@@ -909,7 +909,7 @@ class TcpEndpoint(EfiChild):
             self._rd_shut = True  # nobody will read: drop data, but keep draining EDK2
             self._rx.discard()
             self._fin_wanted = True
-            self._close_deadline = events.clock() + CLOSE_TIMEOUT
+            self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT
             self._update()
             _closer.start(self)  # it may finish at once (e.g. the peer had closed already)
 
@@ -921,7 +921,7 @@ class TcpEndpoint(EfiChild):
         if self._close_op is not None and self._close_op.done or self._dead:
             self._destroy()
             return True
-        if events.clock() >= self._close_deadline:
+        if clock.monotonic() >= self._close_deadline:
             self._abort()
             self._destroy()
             return True

@@ -44,7 +44,7 @@ import errno
 
 import efi
 
-from bitsnet import efidefs, errors, events, family, ipconfig, stack
+from bitsnet import clock, efidefs, errors, events, family, inet, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
 from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # noqa: F401  (NO_MAPPING_WAIT: facts 3.7)
 from bitsnet.endpoint import DatagramEndpoint
@@ -69,11 +69,6 @@ _dirty = stack.dirty  # endpoints with completions not yet consumed
 
 def _fail(err, detail):
     raise errors.socket_error(err, detail)
-
-
-def _ip_int(text):
-    a, b, c, d = [int(x) for x in text.split(".")]
-    return (a << 24) | (b << 16) | (c << 8) | d
 
 
 class UdpEndpoint(EfiChild, DatagramEndpoint):
@@ -123,7 +118,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         station = (info.address if fam.version == 4 else None) if wildcard else host
         config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
                                 bool(self._options["reuseaddr"]))  # SO_REUSEADDR: AllowDuplicatePort (facts 4.2)
-        status = self._configure_child(config, events.clock() + NO_MAPPING_WAIT)  # NO_MAPPING retried
+        status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT)  # NO_MAPPING retried
         if status == efi.EFI_ACCESS_DENIED:
             # Udp4Dxe (facts 4.2): a port clash is EFI_ACCESS_DENIED.
             _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
@@ -252,8 +247,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if host == "255.255.255.255":
             return True
         info = self._info or ipconfig.ensure_configured()
-        mask = _ip_int(info.netmask)
-        return mask != 0xFFFFFFFF and _ip_int(host) == (_ip_int(info.address) | (~mask & 0xFFFFFFFF))
+        mask = inet.ipv4_int(info.netmask)
+        return mask != 0xFFFFFFFF and inet.ipv4_int(host) == (inet.ipv4_int(info.address) | (~mask & 0xFFFFFFFF))
 
     def bind(self, address):
         """Bind to (host, port); port 0 picks an ephemeral port (see ``local_address``)."""
@@ -399,7 +394,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         self._update()
         self._rx = DatagramQueue(0)
         if self._tx_ops:
-            self._close_deadline = events.clock() + CLOSE_TIMEOUT
+            self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT
             _closing.append(self)
             return
         self._destroy()
@@ -413,7 +408,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         """The closer's step: destroy this closed endpoint once its Transmits completed (or
         waited long enough); True once it is gone."""
         self._consume()
-        if not self._tx_ops or events.clock() >= self._close_deadline:
+        if not self._tx_ops or clock.monotonic() >= self._close_deadline:
             self._destroy()
             return True
         return False
