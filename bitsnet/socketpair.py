@@ -11,13 +11,14 @@ import errno
 
 from bitsnet import buffers, errors
 from bitsnet.constants import SHUT_RDWR, SHUT_WR
+from bitsnet.endpoint import Endpoint
 
 
 def _error(err):
     return errors.socket_error(err)
 
 
-class PairEndpoint(object):
+class PairEndpoint(Endpoint):
     """One end of ``socketpair()`` (see the module docstring)."""
 
     LIMIT = 256 * 1024  # bytes the twin may queue here before send() would block

@@ -65,3 +65,9 @@ def test_tcp_state_table():
     with pytest.raises(AssertionError):
         ep._enter(tcp.CONNECTED)  # only an accepted connection starts connected
     assert ep._state == tcp.BOUND
+
+
+def test_pair_endpoint_provides_every_member():
+    from bitsnet import socketpair
+    assert [name for name in _members(endpoint.Endpoint)
+            if _owner(socketpair.PairEndpoint, name) is endpoint.Endpoint] == []
