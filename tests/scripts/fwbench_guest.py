@@ -20,8 +20,8 @@ Sections:
             urllib2, sendall, 1-byte round trips, connections
   profile   bitsnet's receive path counted (recv_into download): Polls, Receives, Python calls
             per frame and where the time goes (TSC)
-  batch     A/B of tcp.POLL_BATCH over --batches (alternating, --reps times): recv_into, recv
-  sendab    A/B of tcp.SEND_POLL_BATCH over --batches (alternating, --reps times): sendall
+  batch     A/B of stack.POLL_BATCH over --batches (alternating, --reps times): recv_into, recv
+  sendab    A/B of stack.SEND_POLL_BATCH over --batches (alternating, --reps times): sendall
   copies    what a copy of the payload costs (GRUB's byte-wise memcpy): slice, join, string_at, the
             stdlib _fileobject's 8 KiB slices + cStringIO; and how much heap there is
   fileab    A/B of makefile().read() and urllib2 through the stdlib's socket._fileobject and
@@ -426,6 +426,7 @@ def section_profile(opts):
         proto = self._proto
         for name in ("Poll", "Receive", "Transmit"):
             self._calls[name] = (proto, counting(name, getattr(proto, name)), ctypes.byref(proto))
+        self._poll = (counting("Poll", proto.Poll), ctypes.byref(proto))  # stack.pump Polls through it
         return result
 
     tcp.TcpEndpoint._ensure_child = instrumented
@@ -500,20 +501,20 @@ def section_profile(opts):
 
 
 def section_sendab(opts):
-    """A/B of the send path in one boot: tcp.SEND_POLL_BATCH over --batches (alternating)."""
+    """A/B of the send path in one boot: stack.SEND_POLL_BATCH over --batches (alternating)."""
     import socket
-    from bitsnet import tcp
+    from bitsnet import stack, tcp
     combos = [(256 * 1024, 64 * 1024, 4, batch) for batch in [int(v) for v in opts["batches"].split(",")]]
-    saved = tcp.TRANSMIT_CHUNK, tcp.MAX_TRANSMITS, getattr(tcp, "SEND_POLL_BATCH", 1)
+    saved = tcp.TRANSMIT_CHUNK, tcp.MAX_TRANSMITS, stack.SEND_POLL_BATCH
     results = {}
     try:
         for _ in range(opts["reps"]):
             for combo in combos:
-                tcp.TRANSMIT_CHUNK, tcp.MAX_TRANSMITS, tcp.SEND_POLL_BATCH = combo[1:]
+                tcp.TRANSMIT_CHUNK, tcp.MAX_TRANSMITS, stack.SEND_POLL_BATCH = combo[1:]
                 good, seconds = api_send(socket, opts, sndbuf=combo[0])
                 results.setdefault(combo, []).append(opts["send_size"] / seconds / 1e6)
     finally:
-        tcp.TRANSMIT_CHUNK, tcp.MAX_TRANSMITS, tcp.SEND_POLL_BATCH = saved
+        tcp.TRANSMIT_CHUNK, tcp.MAX_TRANSMITS, stack.SEND_POLL_BATCH = saved
     for combo, rates in sorted(results.items()):
         rates.sort()
         say("sendab sndbuf=%d chunk=%d transmits=%d SEND_POLL_BATCH=%d median=%.3f min=%.3f max=%.3f" % (
@@ -521,21 +522,21 @@ def section_sendab(opts):
 
 
 def section_batch(opts):
-    """A/B of tcp.POLL_BATCH in one boot: the values alternate, so the host's load hits all alike."""
+    """A/B of stack.POLL_BATCH in one boot: the values alternate, so the host's load hits all alike."""
     import socket
-    from bitsnet import tcp
+    from bitsnet import stack
     values = [int(v) for v in opts["batches"].split(",")]
-    original = tcp.POLL_BATCH
+    original = stack.POLL_BATCH
     results = {}
     try:
         for _ in range(opts["reps"]):
             for value in values:
-                tcp.POLL_BATCH = value
+                stack.POLL_BATCH = value
                 for how in ("recv_into", "recv"):
                     got, seconds = api_recv(socket, opts, how)
                     results.setdefault((value, how), []).append(got / seconds / 1e6)
     finally:
-        tcp.POLL_BATCH = original
+        stack.POLL_BATCH = original
     for (value, how), rates in sorted(results.items()):
         rates.sort()
         say("batch POLL_BATCH=%d %-9s median=%.3f min=%.3f max=%.3f" % (value, how, rates[len(rates) // 2],
