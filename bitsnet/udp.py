@@ -134,7 +134,9 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         self._update()
 
     def _unconfigure(self):
-        """Configure(NULL): every token ends EFI_ABORTED (facts 4.2).
+        """Configure(NULL). EDK2 quirk: it does not abort the posted Receive token (its Cancel
+        finds the instance unconfigured already): the token stays queued, and stays in the
+        registry, until a datagram arrives after the next Configure (facts 4.2).
 
         EDK2 ASSERTs that every delivered datagram was recycled first (facts 4.2), and the
         outstanding Receive may be completed by MNP's timer at any moment: at TPL_CALLBACK no
