@@ -14,13 +14,21 @@ import threading
 
 try:
     import socketserver
-    from http.server import HTTPServer, SimpleHTTPRequestHandler
+    from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler
 except ImportError:  # Python 2.7
     import SocketServer as socketserver  # type: ignore
-    from BaseHTTPServer import HTTPServer  # type: ignore
+    from BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer  # type: ignore
     from SimpleHTTPServer import SimpleHTTPRequestHandler  # type: ignore
 
 HOST = "127.0.0.1"
+
+
+def send_body(handler, body):
+    """Answer the request ``handler`` is serving with 200 and ``body``."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -30,11 +38,7 @@ class _Quiet(SimpleHTTPRequestHandler):
         return os.path.join(self.server.root, path.split("?", 1)[0].lstrip("/"))
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, self.rfile.read(int(self.headers.get("Content-Length", 0))))
 
     def log_message(self, *args):
         pass
@@ -43,6 +47,34 @@ class _Quiet(SimpleHTTPRequestHandler):
 class _ThreadingHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+
+class QuietHTTPServer(_ThreadingHTTPServer):
+    """A threaded HTTP server that says nothing about a client that gave up (a TLS handshake the
+    client refused, a connection it reset): the tests check such refusals on the client side."""
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def files_handler(files, before_get=None):
+    """A request handler class serving ``files`` ({name: bytes}) at ``/name`` (404 for any other
+    path), logging nothing; ``before_get(handler)``, if given, is called first on every GET."""
+
+    class FilesHandler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if before_get is not None:
+                before_get(self)
+            body = files.get(self.path.lstrip("/"))
+            if body is None:
+                self.send_error(404)
+                return
+            send_body(self, body)
+
+        def log_message(self, *args):
+            pass
+
+    return FilesHandler
 
 
 class HttpPeer(object):
