@@ -287,23 +287,32 @@ class Tcp4(object):
         return tok
 
 
-def connected_child(port, host="127.0.0.1", **options):
-    """A configured active child whose Connect to (host, port) completed; asserts success."""
-    child = Tcp4()
-    assert child.configure(config_data(remote=host, rport=port, **options)) == efi.EFI_SUCCESS
+def connect_child(child, cfg):
+    """``child`` (TCP4 or TCP6) configured with the active ``cfg``, its Connect completed;
+    asserts success."""
+    assert child.configure(cfg) == efi.EFI_SUCCESS
     status, tok = child.connect()
     assert status == efi.EFI_SUCCESS
     assert tok.wait(child) == efi.EFI_SUCCESS
     return child
 
 
-def listening_child(port=0, **options):
-    """A configured passive child (LISTEN) on STATION:``port``; returns (child, port)."""
-    child = Tcp4()
-    assert child.configure(config_data(port=port, active=False, **options)) == efi.EFI_SUCCESS
+def listen_child(child, cfg):
+    """``child`` (TCP4 or TCP6) configured with the passive ``cfg``; (child, its station port)."""
+    assert child.configure(cfg) == efi.EFI_SUCCESS
     status, cfg = child.mode()
     assert status == efi.EFI_SUCCESS
     return child, cfg.AccessPoint.StationPort
+
+
+def connected_child(port, host="127.0.0.1", **options):
+    """A configured active child whose Connect to (host, port) completed; asserts success."""
+    return connect_child(Tcp4(), config_data(remote=host, rport=port, **options))
+
+
+def listening_child(port=0, **options):
+    """A configured passive child (LISTEN) on STATION:``port``; returns (child, port)."""
+    return listen_child(Tcp4(), config_data(port=port, active=False, **options))
 
 
 def status_name(status):

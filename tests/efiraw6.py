@@ -127,20 +127,13 @@ class Tcp6(efiraw.Tcp4):
 
 
 def connected6(port, **options):
-    child = Tcp6()
-    assert child.configure(tcp6_config(remote="::1", rport=port, **options)) == efi.EFI_SUCCESS
-    status, tok = child.connect()
-    assert status == efi.EFI_SUCCESS
-    assert tok.wait(child) == efi.EFI_SUCCESS
-    return child
+    """A configured active child whose Connect to ([::1], port) completed; asserts success."""
+    return efiraw.connect_child(Tcp6(), tcp6_config(remote="::1", rport=port, **options))
 
 
 def listening6(port=0, **options):
-    child = Tcp6()
-    assert child.configure(tcp6_config(port=port, active=False, **options)) == efi.EFI_SUCCESS
-    status, cfg = child.mode()
-    assert status == efi.EFI_SUCCESS
-    return child, cfg.AccessPoint.StationPort
+    """A configured passive child (LISTEN) on ``port``; returns (child, port)."""
+    return efiraw.listen_child(Tcp6(), tcp6_config(port=port, active=False, **options))
 
 
 # --- UDP6 ------------------------------------------------------------------------------------

@@ -138,6 +138,45 @@ class EchoPeer(object):
         self.server.server_close()
 
 
+class OneShotPeer(object):
+    """A host listener on ``host`` (127.0.0.1, or ::1) that accepts one connection and runs
+    ``handler(conn)`` on a thread; ``join()`` returns what it returned, or raises what it
+    raised. ``peer`` is the address the connection came from."""
+
+    def __init__(self, handler, host=HOST, join_timeout=15):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.server = socket.socket(family, socket.SOCK_STREAM)
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind((host, 0))
+        self.server.listen(1)
+        self.server.settimeout(10)
+        self.port = self.server.getsockname()[1]
+        self.handler = handler
+        self.join_timeout = join_timeout
+        self.result = self.error = self.peer = None
+        self.thread = threading.Thread(target=self._run)
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _run(self):
+        try:
+            conn, self.peer = self.server.accept()
+            conn.settimeout(10)
+            try:
+                self.result = self.handler(conn)
+            finally:
+                conn.close()
+        except Exception as exc:  # reported by join()
+            self.error = exc
+
+    def join(self):
+        self.thread.join(self.join_timeout)
+        self.server.close()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
 def closed_port():
     """A loopback port with no listener (connecting to it is refused with a RST)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
