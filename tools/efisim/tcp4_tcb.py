@@ -50,12 +50,11 @@ import errno
 import random
 from efisim.nic import _host_socket  # the OS socket: once bitsnet is installed, `import socket` is bitsnet
 import struct
-from ctypes import c_void_p
 
 from bitsnet import efidefs
 from efisim import uefi
 from efisim.faults import HeldCompletions
-from efisim.firmware import FIRMWARE, _now
+from efisim.firmware import FIRMWARE, _now, pointer_address
 from efisim.nic import IPV4, host_socket
 
 TCP_TICK = 0.2  # TCP_TICK_HZ = 5: every TCP timer is quantised to 200 ms (facts 3.4)
@@ -136,18 +135,8 @@ def configured_options(child, values):
 S = uefi  # status codes
 
 
-def _address(pointer):
-    """The address a ctypes pointer argument (or c_void_p int) points to; 0 for NULL."""
-    if pointer is None:
-        return 0
-    if isinstance(pointer, int) or type(pointer).__name__ == "long":
-        return int(pointer)
-    return ctypes.cast(pointer, c_void_p).value or 0
-
-
 def _errno(exc):
     return getattr(exc, "errno", None) or (exc.args[0] if exc.args else None)
-
 
 
 def _loopback(address):
@@ -351,7 +340,6 @@ class Tcp4Child(object):
                 return True
             return False
         return driver.read_frame(self)
-
 
 
 class Tcp4Stack(object):
@@ -687,7 +675,7 @@ class Tcp4Stack(object):
     def copy_out(self, child, token):
         """Copy min(buffered, DataLength) bytes into the token's fragments and complete it."""
         io = efidefs.EFI_TCP4_IO_TOKEN.from_address(token)
-        rx_address = _address(io.Packet.RxData)
+        rx_address = pointer_address(io.Packet.RxData)
         rx = efidefs.EFI_TCP4_RECEIVE_DATA.from_address(rx_address)
         table = efidefs.fragment_table(rx_address + efidefs.EFI_TCP4_RECEIVE_DATA.FragmentTable.offset,
                                        rx.FragmentCount)

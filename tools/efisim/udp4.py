@@ -27,11 +27,11 @@ Groups, GetModeData) are overridden in udp6.py.
 from __future__ import print_function
 
 import ctypes
-from ctypes import POINTER, c_void_p
+from ctypes import POINTER
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.firmware import FIRMWARE, _now, efiapi
+from efisim.firmware import FIRMWARE, _now, efiapi, pointer_address
 from efisim.nic import IPV4, ip_to_int
 from efisim.service_binding import ServiceBinding
 from efisim.tcp4_tcb import addressed_to_self
@@ -45,15 +45,6 @@ IP4_FRAGMENT_PAYLOAD = 1480  # a 1500-byte MTU carries 1480 bytes of IP payload 
 MAX_PACKET_SIZE = 1480
 EFI_IP_PROTO_UDP = 17
 EFI_SIMPLE_NETWORK_INITIALIZED = 2
-
-
-def _address(pointer):
-    """The address a ctypes pointer argument points to; 0 for NULL."""
-    if pointer is None:
-        return 0
-    if isinstance(pointer, int) or type(pointer).__name__ == "long":
-        return int(pointer)
-    return ctypes.cast(pointer, c_void_p).value or 0
 
 
 def _ip(address_struct):
@@ -144,7 +135,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
     # ------------------------------------------------------------------ EFI entry points
     def _call(self, this, body, args):
         with FIRMWARE.lock:
-            child = self._by_interface.get(_address(this))
+            child = self._by_interface.get(pointer_address(this))
             if child is None:
                 return S.EFI_INVALID_PARAMETER
             if FIRMWARE.tpl > uefi.TPL_CALLBACK:
@@ -192,7 +183,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         if config and not child.configured:
             return S.EFI_NOT_STARTED  # only the UDP4 config data needs a configured instance
         if config:
-            ctypes.memmove(_address(config), ctypes.addressof(child.config), ctypes.sizeof(child.config))
+            ctypes.memmove(pointer_address(config), ctypes.addressof(child.config), ctypes.sizeof(child.config))
         if ip4:
             self.fill_ip_mode(child, ip4.contents)
         if mnp:
@@ -388,7 +379,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
 
     # ------------------------------------------------------------------ Transmit
     def transmit(self, child, token_pointer):
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         if not token:
             return S.EFI_INVALID_PARAMETER
         status = self.state_status(child)
@@ -419,7 +410,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         """Udp4ValidateTxToken (facts 4.2 Transmit): (status, _Transmit or None)."""
         if not completion.Event or not completion.Packet.TxData:
             return S.EFI_INVALID_PARAMETER, None
-        tx_address = _address(completion.Packet.TxData)
+        tx_address = pointer_address(completion.Packet.TxData)
         head = efidefs.EFI_UDP4_TRANSMIT_DATA.from_address(tx_address)
         count = head.FragmentCount
         if count == 0:
@@ -477,7 +468,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
 
     # ------------------------------------------------------------------ Receive / Cancel / Poll
     def receive(self, child, token_pointer):
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         if not token or not token_pointer.contents.Event:
             return S.EFI_INVALID_PARAMETER
         status = self.state_status(child)
@@ -497,7 +488,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         status = self.state_status(child)
         if status != S.EFI_SUCCESS:
             return status
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         found = self.cancel_tokens(child, token)
         if token and not found:
             return S.EFI_NOT_FOUND
