@@ -684,44 +684,40 @@ static void op_cancel(int argc, char **argv)
     sweep(1);
 }
 
-static void op_child(char *name)
+/* CreateChild on `sb`, then the child's `guid` interface into a free slot named `name` (a UDP4
+ * child when `udp`), traced as `verb`; `missing` is the status traced without a free slot or
+ * without the service binding. */
+static void add_child(char *name, const char *verb, SB *sb, EFI_GUID *guid, EFI_STATUS missing, int udp)
 {
     int c = new_child_slot();
     EFI_STATUS s;
     EFI_HANDLE h = NULL;
-    if (c < 0 || !TcpSb) { out_op("child", EFI_OUT_OF_RESOURCES); out_flush(); return; }
-    s = uefi_call_wrapper(TcpSb->CreateChild, 2, TcpSb, &h);
+    VOID *iface = NULL;
+    if (c < 0 || !sb) { out_op(verb, missing); out_flush(); return; }
+    s = uefi_call_wrapper(sb->CreateChild, 2, sb, &h);
     if (s == EFI_SUCCESS)
-        s = uefi_call_wrapper(BSp->HandleProtocol, 3, h, &Tcp4Guid, (VOID **)&Children[c].proto);
-    out_op("child", s);
+        s = uefi_call_wrapper(BSp->HandleProtocol, 3, h, guid, &iface);
+    out_op(verb, s);
     out_flush();
     if (s == EFI_SUCCESS) {
         copy_name(Children[c].name, name);
         Children[c].handle = h;
-        Children[c].uproto = NULL;
+        Children[c].proto = udp ? NULL : (TCP4 *)iface;
+        Children[c].uproto = udp ? (UDP4 *)iface : NULL;
         Children[c].live = 1;
     }
+}
+
+static void op_child(char *name)
+{
+    add_child(name, "child", TcpSb, &Tcp4Guid, EFI_OUT_OF_RESOURCES, 0);
 }
 
 /* ---------------------------------------------------------------- UDP4 */
 
 static void op_udp_child(char *name)
 {
-    int c = new_child_slot();
-    EFI_STATUS s;
-    EFI_HANDLE h = NULL;
-    if (c < 0 || !UdpSb) { out_op("udp-child", EFI_UNSUPPORTED); out_flush(); return; }
-    s = uefi_call_wrapper(UdpSb->CreateChild, 2, UdpSb, &h);
-    if (s == EFI_SUCCESS)
-        s = uefi_call_wrapper(BSp->HandleProtocol, 3, h, &Udp4Guid, (VOID **)&Children[c].uproto);
-    out_op("udp-child", s);
-    out_flush();
-    if (s == EFI_SUCCESS) {
-        copy_name(Children[c].name, name);
-        Children[c].handle = h;
-        Children[c].proto = NULL;
-        Children[c].live = 1;
-    }
+    add_child(name, "udp-child", UdpSb, &Udp4Guid, EFI_UNSUPPORTED, 1);
 }
 
 static int find_udp(const char *name)
