@@ -81,17 +81,8 @@ def tcp6_io_token(size=None, data=None, rx=True):
 class Tcp6(efiraw.Tcp4):
     """One TCP6 child (CreateChild, or adopted from an Accept)."""
 
-    def __init__(self, sb=None, handle=None):
-        sb = sb if sb is not None else service(efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID,
-                                               efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL)
-        if handle is None:
-            child = efi.EFI_HANDLE()
-            efi.check_status(sb.CreateChild(byref(sb), byref(child)))
-            handle = child.value
-        self.sb = sb
-        self.handle = handle
-        self.proto = efidefs.EFI_TCP6_PROTOCOL.from_handle(handle)
-        self.tokens = []
+    SERVICE_BINDING = efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = efidefs.EFI_TCP6_PROTOCOL
 
     def mode(self, option=None, ip_mode=None):
         cfg = efidefs.EFI_TCP6_CONFIG_DATA()
@@ -156,22 +147,11 @@ def udp6_config(station="", port=0, remote="", rport=0, **flags):
     return cfg
 
 
-class Udp6(object):
+class Udp6(efiraw.Child):
     """One UDP6 child and its protocol."""
 
-    def __init__(self):
-        self.sb = service(efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID, efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL)
-        child = efi.EFI_HANDLE()
-        efi.check_status(self.sb.CreateChild(byref(self.sb), byref(child)))
-        self.handle = child.value
-        self.proto = efidefs.EFI_UDP6_PROTOCOL.from_handle(self.handle)
-        self.tokens = []
-
-    def _call(self, name, *args):
-        return getattr(self.proto, name)(byref(self.proto), *args)
-
-    def configure(self, cfg):
-        return self._call("Configure", byref(cfg) if cfg is not None else None)
+    SERVICE_BINDING = efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = efidefs.EFI_UDP6_PROTOCOL
 
     def mode(self):
         cfg = efidefs.EFI_UDP6_CONFIG_DATA()
