@@ -136,10 +136,10 @@ class Tracer(object):
 
 
 # ==================================================================== ceiling A: host kernel
+# Where a figure's loop is plain socket API, ceiling A runs bitsnet's loop (below) with the
+# host's socket module: the same code on both sides of the ratio.
 def host_connect(port):
-    sock = host_socket.create_connection((PEER, port), WAIT)
-    sock.setsockopt(host_socket.IPPROTO_TCP, host_socket.TCP_NODELAY, 1)
-    return sock
+    return bits_connect(host_socket, port)
 
 
 def host_bulk_recv(peer, size):
@@ -160,32 +160,11 @@ def host_bulk_recv(peer, size):
 
 
 def host_bulk_send(peer, size):
-    sock = host_connect(peer.tcp)
-    view = memoryview(PATTERN)[:CHUNK * 16]
-    start = _clock()
-    sock.sendall(header(b"K", size))
-    left = size
-    while left:
-        n = min(left, len(view))
-        sock.sendall(view[:n])
-        left -= n
-    assert sock.recv(1) == b"k"
-    seconds = _clock() - start
-    sock.close()
-    return mbps(size, seconds)
+    return bits_bulk_send(host_socket, peer, size)
 
 
 def host_round_trips(peer, count):
-    sock = host_connect(peer.tcp)
-    sock.sendall(b"E")
-    start = _clock()
-    for _ in range(count):
-        sock.sendall(b"x")
-        if sock.recv(1) != b"x":
-            raise AssertionError("echo")
-    seconds = _clock() - start
-    sock.close()
-    return rate(count, seconds)
+    return bits_round_trips(host_socket, peer, count)
 
 
 def host_connections(peer, count):
@@ -200,17 +179,7 @@ def host_connections(peer, count):
 
 
 def host_udp(peer, count):
-    sock = host_socket.socket(host_socket.AF_INET, host_socket.SOCK_DGRAM)
-    sock.connect((PEER, peer.udp))
-    sock.settimeout(1.0)
-    payload = b"u" * UDP_PAYLOAD
-    start = _clock()
-    for _ in range(count):
-        sock.send(payload)
-        sock.recv(65536)
-    seconds = _clock() - start
-    sock.close()
-    return rate(count, seconds)
+    return bits_udp(host_socket, peer, count)
 
 
 def host_select_cost(peer, counts, calls, use_poll=False):
