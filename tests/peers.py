@@ -77,22 +77,15 @@ def files_handler(files, before_get=None):
     return FilesHandler
 
 
-class HttpPeer(object):
-    """A threaded HTTP server serving ``files`` ({name: bytes}) from a temporary directory."""
+class ServerPeer(object):
+    """A socketserver ``server`` that serves on a daemon thread while the peer is entered (a
+    context manager), and is shut down and closed when it is left; ``port`` is its port."""
 
-    def __init__(self, tmpdir, files):
-        self.root = str(tmpdir)
-        for name, data in files.items():
-            with open(os.path.join(self.root, name), "wb") as f:
-                f.write(data)
-        self.server = _ThreadingHTTPServer((HOST, 0), _Quiet)
-        self.server.root = self.root
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+    def __init__(self, server):
+        self.server = server
+        self.port = server.server_address[1]
+        self.thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
         self.thread.daemon = True
-
-    def url(self, name=""):
-        return "http://%s:%d/%s" % (HOST, self.port, name)
 
     def __enter__(self):
         self.thread.start()
@@ -101,6 +94,21 @@ class HttpPeer(object):
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+class HttpPeer(ServerPeer):
+    """A threaded HTTP server serving ``files`` ({name: bytes}) from a temporary directory."""
+
+    def __init__(self, tmpdir, files):
+        self.root = str(tmpdir)
+        for name, data in files.items():
+            with open(os.path.join(self.root, name), "wb") as f:
+                f.write(data)
+        ServerPeer.__init__(self, _ThreadingHTTPServer((HOST, 0), _Quiet))
+        self.server.root = self.root
+
+    def url(self, name=""):
+        return "http://%s:%d/%s" % (HOST, self.port, name)
 
 
 class _EchoHandler(socketserver.BaseRequestHandler):
@@ -120,22 +128,11 @@ class _ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 
-class EchoPeer(object):
+class EchoPeer(ServerPeer):
     """A threaded TCP echo server: echoes until the client closes, then closes (FIN)."""
 
     def __init__(self):
-        self.server = _ThreadingTCPServer((HOST, 0), _EchoHandler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
-        self.thread.daemon = True
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        ServerPeer.__init__(self, _ThreadingTCPServer((HOST, 0), _EchoHandler))
 
 
 class OneShotPeer(object):

@@ -66,30 +66,22 @@ def make_pki(d):
     return d
 
 
-class HttpsPeer(object):
+class HttpsPeer(peers.ServerPeer):
     """A threaded HTTPS server on 127.0.0.1 (the host's ssl) with the named key pair, serving
     ``files``; handshake failures are counted in ``failures``."""
 
     def __init__(self, pki, cert, files):
         context = hostssl.SSLContext(SERVER_PROTOCOL)
         context.load_cert_chain(os.path.join(pki, cert + ".pem"), os.path.join(pki, cert + ".key"))
-        self.server = peers.QuietHTTPServer((peers.HOST, 0), peers.files_handler(files))
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True,
-                                                 do_handshake_on_connect=False)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
-        self.thread.daemon = True
+        server = peers.QuietHTTPServer((peers.HOST, 0), peers.files_handler(files))
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        peers.ServerPeer.__init__(self, server)
 
     def url(self, name, host="localhost"):
         return "https://%s:%d/%s" % (host, self.port, name)
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        peers.ServerPeer.__exit__(self, *exc)
         self.thread.join(5)
 
 
