@@ -53,8 +53,8 @@ import struct
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.faults import HeldCompletions
-from efisim.firmware import FIRMWARE, _now, pointer_address
+from efisim.faults import CompletingDriver, HeldCompletions
+from efisim.firmware import FIRMWARE, pointer_address
 from efisim.nic import IPV4, host_socket
 
 TCP_TICK = 0.2  # TCP_TICK_HZ = 5: every TCP timer is quantised to 200 ms (facts 3.4)
@@ -342,7 +342,7 @@ class Tcp4Child(object):
         return driver.read_frame(self)
 
 
-class Tcp4Stack(object):
+class Tcp4Stack(CompletingDriver):
     """The TCBs of one TcpDxe instance and everything that moves them between states.
 
     The driver (tcp4.Tcp4Driver) subclasses this and supplies the protocol-database side:
@@ -354,6 +354,7 @@ class Tcp4Stack(object):
     # (facts 3.6), which "forget" reproduces. "rst" would reset the host peer at once.
     DESTROY_HOST = "forget"
     family = IPV4  # nic.IPV6 in tcp6.Tcp6Driver
+    COMPLETION_TOKEN = efidefs.EFI_TCP4_COMPLETION_TOKEN  # its layout is TCP6's too
 
     def __init__(self, machine):
         self.machine = machine
@@ -367,10 +368,6 @@ class Tcp4Stack(object):
         # EDK2 TcpDriverEntryPoint: mTcp4RandomPort = TCP_PORT_KNOWN + NET_RANDOM (seed) % TCP_PORT_KNOWN
         # (getrandbits: the same port for a seed on Python 2.7 and 3)
         self.next_port = TCP_PORT_KNOWN + random.Random(machine.config.seed).getrandbits(16) % TCP_PORT_KNOWN
-
-    @property
-    def faults(self):
-        return getattr(self.machine, "faults", None)
 
     def reset_connection(self, port=None):
         """Fault helper: the peer resets every connection (or those with local/remote ``port``)."""
@@ -386,29 +383,6 @@ class Tcp4Stack(object):
         return count
 
     # ------------------------------------------------------------------ token completion
-    def complete(self, child, token, status):
-        """Write Status and signal the token's event (later, under the completion faults)."""
-        if token in child.tokens:
-            child.tokens.remove(token)
-        faults = self.faults
-        if faults is not None and faults.holds_completions():
-            self._delayed.hold(faults, child, token, status, _now())
-            return
-        self._signal(token, status)
-
-    @staticmethod
-    def _signal(token, status):
-        completion = efidefs.EFI_TCP4_COMPLETION_TOKEN.from_address(token)
-        completion.Status = status
-        FIRMWARE.signal(completion.Event)
-
-    def deliver_delayed(self, child=None):
-        """Signal held completions that are due (all of ``child``'s, when it is torn down)."""
-        if not self._delayed:
-            return
-        for token, status in self._delayed.release(self.faults, _now(), owner=child):
-            self._signal(token, status)
-
     def flush(self, child, status, close_status=S.EFI_SUCCESS):
         """Complete every pending token: the close token first with ``close_status``, then the
         others with ``status`` (EDK2 SockConnFlush order, facts 3.3 Close)."""

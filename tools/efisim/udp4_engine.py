@@ -51,7 +51,7 @@ from ctypes import POINTER, byref
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.faults import HeldCompletions
+from efisim.faults import CompletingDriver, HeldCompletions
 from efisim.firmware import FIRMWARE, _now
 from efisim.nic import IPV4, ip_to_int
 from efisim.tcp4_tcb import addressed_to_self
@@ -274,7 +274,7 @@ class Udp4Child(object):
         return datagram.destination in self.groups
 
 
-class Udp4Stack(object):
+class Udp4Stack(CompletingDriver):
     """The children of one Udp4Dxe instance and everything that happens to a datagram after
     the entry point accepted it.
 
@@ -283,6 +283,7 @@ class Udp4Stack(object):
     ``receive_data`` and ``CONFIG_DATA`` that differ between UDP4 and UDP6."""
 
     family = IPV4  # nic.IPV6 in udp6.Udp6Driver
+    COMPLETION_TOKEN = efidefs.EFI_UDP4_COMPLETION_TOKEN  # its layout is UDP6's too
 
     def __init__(self, machine):
         self.machine = machine
@@ -298,34 +299,7 @@ class Udp4Stack(object):
             % UDP4_PORT_KNOWN
         self._recycle_notify = uefi.EFI_EVENT_NOTIFY(self._on_recycle)
 
-    @property
-    def faults(self):
-        return getattr(self.machine, "faults", None)
-
     # ------------------------------------------------------------------ token completion
-    def complete(self, child, token, status):
-        """Write Status and signal the token's event (later, under the completion faults)."""
-        if token in child.tokens:
-            child.tokens.remove(token)
-        faults = self.faults
-        if faults is not None and faults.holds_completions():
-            self._delayed.hold(faults, child, token, status, _now())
-            return
-        self._signal(token, status)
-
-    @staticmethod
-    def _signal(token, status):
-        completion = efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(token)
-        completion.Status = status
-        FIRMWARE.signal(completion.Event)
-
-    def deliver_delayed(self, child=None):
-        """Signal held completions that are due (all of ``child``'s, when it is torn down)."""
-        if not self._delayed:
-            return
-        for token, status in self._delayed.release(self.faults, _now(), owner=child):
-            self._signal(token, status)
-
     def token_exists(self, child, token):
         """Udp4TokenExist over TxTokens and RxTokens: the same token or the same event."""
         event = efidefs.EFI_UDP4_COMPLETION_TOKEN.from_address(token).Event
