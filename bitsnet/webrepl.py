@@ -8,10 +8,11 @@ interpreter: one persistent namespace, multi-line blocks, tracebacks, history on
 Ctrl-C / the Interrupt button, ``exit()`` to stop the server and return to the boot prompt.
 
 Contents: ``make_token``, ``token_source``, ``tokens_equal`` (the access check), ``Transcript`` (the console
-text), ``check_source`` (input bounds), ``ReplConsole`` (``bitsnet.console.Console`` that defers running),
-``parse_head``/``Request``/``host_allowed`` (HTTP), ``ReplServer`` (the listening socket, driven by our
-own select loop), ``WebRepl`` (admission, routes, the loop), ``main``. It imports nothing BITS lacks (no
-``code``, ``codeop``, ``ast``, ``io``, ``hmac``, ``random``, ``os.urandom``).
+text), ``ReplConsole`` (``bitsnet.console.Console`` that defers running), ``ReplServer`` (the listening
+socket, driven by our own select loop), ``WebRepl`` (admission, routes, the loop), ``main``. Beside it:
+``bitsnet.webrepl_bounds`` (``check_source``, the input bounds), ``bitsnet.webrepl_http`` (the HTTP
+messages: ``parse_head``, ``Request``, ``host_allowed``) and ``bitsnet.webrepl_page`` (the page). It
+imports nothing BITS lacks (no ``code``, ``codeop``, ``ast``, ``io``, ``hmac``, ``random``, ``os.urandom``).
 
 Design -- how one thread serves HTTP while arbitrary user code runs
 --------------------------------------------------------------------
@@ -77,7 +78,6 @@ from __future__ import absolute_import, print_function
 
 import errno
 import linecache
-import re
 import socket
 import sys
 import time
@@ -92,6 +92,10 @@ import select
 
 from bitsnet import clock
 from bitsnet import console as _console
+from bitsnet.webrepl_bounds import MAX_LINE, check_source
+from bitsnet.webrepl_bounds import MAX_BLOCK, MAX_BLOCK_LINES, MAX_DEPTH, MAX_LINE_WEIGHT  # noqa: F401 (webrepl.MAX_*)
+from bitsnet.webrepl_http import _REASONS, BadRequest, Request, host_allowed, http_response, parse_head
+from bitsnet.webrepl_page import PAGE
 
 PY2 = sys.version_info[0] == 2
 try:
@@ -124,12 +128,6 @@ MAX_HEADER = 8 * 1024  # request line and headers
 MAX_BODY = 64 * 1024  # one pushed line (the page pushes a paste line by line)
 LOG_BURST = 5  # console lines about refusals (and, separately, our own faults) ...
 LOG_WINDOW = 10.0  # ... per this many seconds; the rest are counted
-# Input bounds, checked before compiling (Rule 6):
-MAX_LINE = 64 * 1024  # characters in one pushed line
-MAX_BLOCK = 64 * 1024  # characters in one block (a statement typed over several lines)
-MAX_BLOCK_LINES = 500  # lines in one block
-MAX_DEPTH = 100  # expression nesting estimate: brackets, operator chains, indentation
-MAX_LINE_WEIGHT = 200  # estimated bytecode bytes of one physical line (BITS's peephole: < 255)
 TRANSCRIPT_LIMIT = 1024 * 1024  # characters of console text kept for polls and page reloads
 STOP_GRACE = 1.5  # s the server keeps answering after exit() so the page sees "closed"
 _UNTRACED = ("bitsnet", "efi", "_efi", "efisim")  # module name prefixes: network stack (Rule 4)
@@ -252,109 +250,6 @@ class _NoInput(object):
         return False
 
 
-# --------------------------------------------------------------------------- input bounds (Rule 6)
-# A rough tokenizer in one regular expression (the scan runs in C): strings (also unterminated
-# ones still being typed), comments, line continuations, newlines with the next line's
-# indentation, names, numbers, brackets, separators and operators. Exactness is not needed:
-# the estimate only has to be at least what the compiler will recurse through.
-_SCAN = re.compile(r"""
- (?P<str>[rRbBuUfF]{0,2}(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)
-                         |'(?:\\.|[^\\'\n])*'?|"(?:\\.|[^\\"\n])*"?))
-|(?P<comment>\#[^\n]*)
-|(?P<cont>\\\r?\n)
-|(?P<nl>\r?\n(?P<indent>[ \t\f]*))
-|(?P<name>[^\W\d]\w*)
-|(?P<num>\d[\w.]*|\.\d[\w]*)
-|(?P<open>[(\[{])
-|(?P<close>[)\]}])
-|(?P<sep>[,;]|=(?!=))
-|(?P<cmp>[<>]=?|[=!]=)
-|(?P<op>\*\*=?|//=?|<<=?|>>=?|->|:=|[-+*/%@&|^~.:]=?|!)
-|(?P<space>[ \t\f]+)
-""", re.VERBOSE | re.UNICODE)
-_OPERATOR_WORDS = frozenset(["and", "or", "not", "in", "is", "if", "else", "lambda", "await", "yield", "for"])
-_COMPARE_WORDS = frozenset(["in", "is"])
-
-
-def check_source(source):
-    """None if ``source`` (a block being typed) is safe to compile, else why not.
-
-    Compiling recurses in C once per level of nesting: every bracket, every operator of a
-    chain (``1+1+...`` is a left-nested tree), every attribute/call/subscript of a chain,
-    every indented block. BITS's C stack is 128 KiB with no guard page (docs/bits-environment.md
-    section 11): too deep a source silently overwrites firmware memory there, and 2.7 on a host
-    segfaults. The estimate is the sum, over the open brackets, of the operators seen at that
-    level since its last separator (``,`` ``;`` ``=`` or the end of a logical line), plus the
-    open brackets and the indentation depth; it must stay within ``MAX_DEPTH``. And BITS's
-    compiler aborts on a line whose bytecode reaches 255 bytes (its peephole assertion,
-    docs/bits-environment.md section 9): a physical line's estimated bytecode (3 bytes per
-    name, number, string or bracket, 9 per comparison, 1 per other operator) must stay within
-    ``MAX_LINE_WEIGHT``. Margin measured on the host: the deepest input of each kind that passes
-    (brackets, operator, unary, attribute, call, lambda, conditional, power chains, nested
-    blocks) compiles under CPython 2.7 with its C stack limited to 64 KiB (``ulimit -s 64``)."""
-    if len(source) > MAX_BLOCK:
-        return "a block of more than %d characters" % MAX_BLOCK
-    if source.count("\n") >= MAX_BLOCK_LINES:
-        return "a block of more than %d lines" % MAX_BLOCK_LINES
-    chains = [0]  # operators since the last separator, per open bracket level (0: none open)
-    indents = [0]
-    depth = weight = line = 0
-    pending_indent = None
-    position = 0
-    while position < len(source):
-        match = _SCAN.match(source, position)
-        if match is None:
-            position += 1  # a character no rule knows ($, ?, a stray backslash): costs nothing
-            continue
-        position = match.end()
-        kind = match.lastgroup
-        if kind == "indent":
-            kind = "nl"
-        if kind in ("space", "comment", "cont"):
-            continue
-        if kind == "nl":
-            line += 1
-            weight = 0
-            if len(chains) == 1:  # the end of a logical line
-                chains[0] = 0
-                pending_indent = match.group("indent").expandtabs(8).replace("\f", "")
-            continue
-        if pending_indent is not None:  # the first token of a logical line: its indentation
-            width = len(pending_indent)
-            while width < indents[-1]:
-                indents.pop()
-            if width > indents[-1]:
-                indents.append(width)
-            pending_indent = None
-        text = match.group(kind)
-        if kind == "name" and text in _OPERATOR_WORDS:
-            kind = "cmp" if text in _COMPARE_WORDS else "op"
-        if kind in ("name", "num", "str"):
-            weight += 3
-            line += text.count("\n")  # a string over several lines
-        elif kind == "open":
-            weight += 3
-            chains[-1] += 1  # a call, subscript or display nests like an operator
-            chains.append(0)
-        elif kind == "close":
-            if len(chains) > 1:
-                chains.pop()
-        elif kind == "sep":
-            chains[-1] = 0
-        else:  # "op", "cmp"
-            weight += 9 if kind == "cmp" else 1
-            chains[-1] += 1
-        depth = sum(chains) + len(chains) - 1 + len(indents) - 1
-        if depth > MAX_DEPTH:
-            return ("nesting deeper than %d levels (brackets, a chain of operators, attributes or calls, "
-                    "indented blocks) near line %d: too deep for BITS's 128 KiB C stack; split it into "
-                    "several statements" % (MAX_DEPTH, line + 1))
-        if weight > MAX_LINE_WEIGHT:
-            return ("line %d is too long for BITS's compiler (about 40 names or constants per line at most): "
-                    "split it over several lines" % (line + 1))
-    return None
-
-
 # --------------------------------------------------------------------------- interpreter
 class ReplConsole(_console.Console):
     """The interactive interpreter with compiling and running split apart (Rule 1)."""
@@ -473,135 +368,7 @@ class ReplConsole(_console.Console):
 _RUN_CODE = getattr(ReplConsole.run_compiled, "__func__", ReplConsole.run_compiled).__code__
 
 
-# --------------------------------------------------------------------------- HTTP
-class BadRequest(Exception):
-    """A request refused before it reaches the application: (status, reason)."""
-
-    def __init__(self, status, reason):
-        Exception.__init__(self, status, reason)
-        self.status, self.reason = status, reason
-
-
-_METHODS = ("GET", "POST", "HEAD")
-# RFC 9110 5.6.2 token characters: what a header name may hold.
-_TCHAR = frozenset(bytearray(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-_SINGLE = ("host", "origin", "content-length", "x-repl-token", "x-repl-session")  # at most once each
-_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-            409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
-            431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
-            505: "HTTP Version Not Supported"}
-
-
-def _printable(data):
-    return all(0x21 <= b < 0x7f for b in bytearray(data))
-
-
-def parse_head(head):
-    """(method, target, version, {lower-case name: value}) from the bytes before the blank
-    line, all native ``str``; BadRequest for anything but plain HTTP/1.x in origin form
-    (``/path?query``): no absolute URLs, no ``//``, no control bytes, no folded or repeated
-    headers. Nothing here can raise anything else, whatever the bytes."""
-    lines = head.split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not all(parts) or not all(_printable(p) for p in parts):
-        raise BadRequest(400, "malformed request line")
-    method, target, version = [p.decode("ascii") for p in parts]
-    if version not in ("HTTP/1.0", "HTTP/1.1"):
-        raise BadRequest(505 if version.startswith("HTTP/") else 400, "only HTTP/1.0 and HTTP/1.1")
-    if method not in _METHODS:
-        raise BadRequest(501 if method.isalpha() else 400, "method not supported")
-    if not target.startswith("/") or target.startswith("//"):
-        raise BadRequest(400, "the request target must be a path (origin form)")
-    headers = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or not all(c in _TCHAR for c in bytearray(name)):
-            raise BadRequest(400, "malformed header line")
-        name = name.decode("ascii").lower()
-        value = value.strip(b" \t")
-        if any(b < 0x20 and b != 0x09 or b == 0x7f for b in bytearray(value)):
-            raise BadRequest(400, "control character in a header")
-        text = value.decode("latin-1")
-        if name in headers:
-            if name in _SINGLE:
-                raise BadRequest(400, "repeated %s header" % name)
-            text = headers[name] + ", " + text
-        headers[name] = text
-    return method, target, version, headers
-
-
-def parse_query(query):
-    """{name: value} of ``a=1&b=2`` (the first of a repeated name; no percent-decoding: every
-    value the REPL takes is hex or decimal, and a token sent encoded simply does not match)."""
-    params = {}
-    for pair in query.split("&"):
-        name, _, value = pair.partition("=")
-        params.setdefault(name, value)
-    return params
-
-
-class Request(object):
-    """One parsed request: what the routes look at, and ``reply`` to answer it."""
-
-    def __init__(self, method, target, version, headers, client_address):
-        self.command = method
-        self.target = target
-        self.version = version
-        self.path, _, query = target.partition("?")
-        self.query = parse_query(query)
-        self.headers = headers
-        self.client_address = client_address
-        self.body = b""
-        self.response = None  # type: bytes
-
-    def header(self, name):
-        return self.headers.get(name.lower(), "")
-
-    def param(self, name, default=""):
-        return self.query.get(name, default)
-
-    def reply(self, status, body=b"", content_type="text/plain; charset=utf-8", headers=()):
-        self.response = http_response(status, body, content_type, headers, self.command == "HEAD")
-
-
-def http_response(status, body=b"", content_type="text/plain; charset=utf-8", headers=(), head_only=False):
-    """The bytes of one HTTP/1.0 response (one request per connection: nothing to keep)."""
-    if not isinstance(body, bytes):
-        body = body.encode("utf-8")
-    lines = ["HTTP/1.0 %d %s" % (status, _REASONS.get(status, "Error")),
-             "Server: bitsnet-webrepl",
-             "Content-Type: " + content_type,
-             "Content-Length: %d" % len(body),
-             "Cache-Control: no-store",
-             "Referrer-Policy: no-referrer",  # the token is in the page's URL
-             "X-Content-Type-Options: nosniff",
-             "X-Frame-Options: DENY",  # no framing: no clicks on the console through another page
-             "Content-Security-Policy: frame-ancestors 'none'",
-             "Connection: close"]
-    lines += ["%s: %s" % (name, value) for name, value in headers]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (b"" if head_only else body)
-
-
-def host_allowed(host, extra=()):
-    """Whether a Host header names this machine in a way DNS rebinding cannot produce: an IP
-    literal (IPv4 dotted quad, or IPv6 in brackets), ``localhost``, or a name the operator
-    allowed (``--allow-host``). A rebinding attack needs the browser to send a name the
-    attacker controls; a port forward (QEMU hostfwd, ssh -L) keeps an IP literal or localhost."""
-    if host.startswith("["):
-        literal, bracket, rest = host[1:].partition("]")
-        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
-            return False
-        return bool(literal) and all(c in "0123456789abcdefABCDEF:." for c in literal) and ":" in literal
-    name, colon, port = host.partition(":")
-    if colon and not port.isdigit():
-        return False
-    name = name.lower().rstrip(".")
-    if name == "localhost" or name in extra:
-        return True
-    parts = name.split(".")
-    return len(parts) == 4 and all(p.isdigit() and len(p) <= 3 and int(p) < 256 for p in parts)
-
-
+# --------------------------------------------------------------------------- the server loop
 class _Connection(object):
     """One client socket: its request head, then (once admitted) its body, then the response
     (Rule 2). ``trusted`` once the head carried the right token: only such a connection is
@@ -1076,133 +843,6 @@ def _station_address():
         return None
 
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>bitsnet webrepl</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<style>
-html,body{margin:0;height:100%;background:#1d1f21;color:#c5c8c6;font:14px/1.35 ui-monospace,Menlo,Consolas,monospace}
-header{display:flex;gap:1em;align-items:center;padding:.4em .8em;background:#282a2e;border-bottom:1px solid #373b41}
-header b{color:#81a2be} #status{flex:1;color:#969896} #status.running{color:#f0c674} #status.bad{color:#cc6666}
-button{font:inherit;background:#373b41;color:#c5c8c6;border:1px solid #4d5057;border-radius:3px;padding:.15em .7em}
-button:hover{background:#4d5057}
-main{padding:.5em .8em;height:calc(100% - 2.6em);overflow:auto;box-sizing:border-box}
-pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font:inherit}
-#line{display:flex} #prompt{white-space:pre;color:#b5bd68}
-textarea{flex:1;background:transparent;color:inherit;border:0;outline:0;resize:none;padding:0;font:inherit}
-</style></head><body>
-<header><b>bitsnet webrepl</b><span id="status">connecting...</span>
-<button id="stop" title="Ctrl-C">Interrupt</button></header>
-<main id="main"><pre id="out"></pre>
-<div id="line"><span id="prompt">&gt;&gt;&gt; </span><textarea id="in" rows="1" spellcheck="false"
- autocomplete="off" autofocus></textarea></div></main>
-<script>
-"use strict";
-const TOKEN = new URLSearchParams(location.search).get("token") || "";
-const $ = (id) => document.getElementById(id);
-const out = $("out"), input = $("in"), prompt = $("prompt"), status = $("status"), main = $("main");
-const repl = window.repl = {session: "", next: 0, state: "connecting", history: [], hpos: 0, queue: [],
-                            busy: false, timer: 0, polling: false, again: false};
-function show(text) {
-  if (!text) return;
-  out.appendChild(document.createTextNode(text));
-  main.scrollTop = main.scrollHeight;
-}
-function call(method, path, body) {
-  return fetch(path, {method: method, body: body, cache: "no-store",
-                      headers: {"X-Repl-Token": TOKEN, "X-Repl-Session": repl.session}});
-}
-function setState(state, note) {
-  repl.state = state;
-  prompt.textContent = state === "more" ? "... " : state === "ready" ? ">>> " : "";
-  input.disabled = state === "closed" || state === "lost";
-  status.className = state === "running" ? "running" : (state === "closed" || state === "lost") ? "bad" : "";
-  status.textContent = note || {ready: "ready", more: "block: an empty line ends it", running: "running...",
-                                closed: "the web REPL has stopped"}[state] || state;
-}
-async function take(resp, since) {
-  const text = await resp.text();
-  if (resp.status === 409 && resp.headers.get("X-Repl-Error")) {
-    show(text); setState("lost", resp.headers.get("X-Repl-Error") === "busy" ? "console in use elsewhere"
-                                                                         : "session lost: reload");
-    return false;
-  }
-  if (resp.status === 403) { show(text); setState("lost", "forbidden: wrong token"); return false; }
-  const next = resp.headers.get("X-Repl-Next");
-  if (next !== null && since === repl.next) {  // a late answer to an old offset is dropped
-    show(text); repl.next = +next;
-  }
-  const state = resp.headers.get("X-Repl-State");
-  if (state) setState(state);
-  return true;
-}
-async function poll() {  // one poll in flight at a time; a request meanwhile polls again after
-  clearTimeout(repl.timer);
-  if (repl.polling) { repl.again = true; return; }
-  if (repl.state === "lost" || repl.state === "closed") return;
-  repl.polling = true;
-  try {
-    const since = repl.next;
-    if (!await take(await call("GET", "/poll?since=" + since), since)) return;
-  } catch (e) { setState(repl.state, "no answer from the firmware; retrying"); }
-  finally { repl.polling = false; }
-  pump();
-  const soon = repl.again || repl.state === "running";
-  repl.again = false;
-  repl.timer = setTimeout(poll, soon ? 150 : 2000);
-}
-async function pump() {
-  if (repl.busy || repl.state === "running" || !repl.queue.length) return;
-  if (repl.state !== "ready" && repl.state !== "more") return;
-  repl.busy = true;
-  const line = repl.queue.shift();
-  try {
-    const resp = await call("POST", "/push", line);
-    if (resp.status === 409 && !resp.headers.get("X-Repl-Error")) repl.queue.unshift(line);
-    await take(resp);
-  } finally { repl.busy = false; }
-  poll();
-}
-function submit() {
-  const text = input.value;
-  input.value = "";
-  if (text.trim()) { repl.history.push(text); }
-  repl.hpos = repl.history.length;
-  for (const line of text.split(/\\r?\\n/)) repl.queue.push(line);
-  pump();
-}
-async function interrupt() {
-  repl.queue = [];
-  await take(await call("POST", "/interrupt"));
-  poll();
-}
-input.addEventListener("keydown", (ev) => {
-  const before = input.value.slice(0, input.selectionStart), after = input.value.slice(input.selectionEnd);
-  if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); submit(); }
-  else if (ev.key === "ArrowUp" && before.indexOf("\\n") < 0 && repl.hpos > 0) {
-    ev.preventDefault(); input.value = repl.history[--repl.hpos];
-  } else if (ev.key === "ArrowDown" && after.indexOf("\\n") < 0 && repl.hpos < repl.history.length) {
-    ev.preventDefault(); repl.hpos++; input.value = repl.history[repl.hpos] || "";
-  } else if (ev.key === "Tab") {
-    ev.preventDefault(); input.setRangeText("    ", input.selectionStart, input.selectionEnd, "end");
-  } else if (ev.key === "c" && ev.ctrlKey && input.selectionStart === input.selectionEnd) {
-    ev.preventDefault(); interrupt();
-  }
-});
-input.addEventListener("input", () => { input.rows = Math.min(12, input.value.split("\\n").length); });
-$("stop").addEventListener("click", interrupt);
-main.addEventListener("click", () => { if (!getSelection().toString()) input.focus(); });
-addEventListener("pagehide", () => {
-  if (repl.session) navigator.sendBeacon("/release?token=" + encodeURIComponent(TOKEN) + "&session=" +
-                                         encodeURIComponent(repl.session));
-});
-(async () => {
-  const resp = await call("POST", "/session");
-  repl.session = resp.headers.get("X-Repl-Session") || "";
-  if (await take(resp, 0)) poll();
-})();
-</script></body></html>
-"""
 
 
 USAGE = """usage: python -m bitsnet.webrepl [--port P] [--bind ADDR] [--token T] [--allow-host NAMES]

@@ -27,10 +27,16 @@ def boot_services():
     return efi.system_table.BootServices.contents
 
 
+def service(binding):
+    """The service binding ``binding`` (an efidefs protocol class) on the first handle that
+    carries one."""
+    handles = efi.locate_handles(binding.guid)
+    return binding.from_handle(handles[0])
+
+
 def tcp4_service():
     """The TCP4 service binding on the first handle that carries one."""
-    handles = efi.locate_handles(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID)
-    return efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL.from_handle(handles[0])
+    return service(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL)
 
 
 def create_event(notify=None, tpl=efi.TPL_CALLBACK, context=None):
@@ -186,17 +192,22 @@ def _split(total, count):
     return sizes
 
 
-class Tcp4(object):
-    """One TCP4 child made with CreateChild (or adopted from an Accept), and its protocol."""
+class Child(object):
+    """One child of a network protocol, made with CreateChild on ``sb`` (by default the first
+    ``SERVICE_BINDING`` there is) or adopted by ``handle`` (from an Accept); ``proto`` is its
+    ``PROTOCOL`` interface. Subclasses name the two efidefs classes."""
+
+    SERVICE_BINDING = None  # type: type
+    PROTOCOL = None  # type: type
 
     def __init__(self, sb=None, handle=None):
-        self.sb = sb if sb is not None else tcp4_service()
+        self.sb = sb if sb is not None else service(self.SERVICE_BINDING)
         if handle is None:
             child = efi.EFI_HANDLE()
             efi.check_status(self.sb.CreateChild(byref(self.sb), byref(child)))
             handle = child.value
         self.handle = handle
-        self.proto = efidefs.EFI_TCP4_PROTOCOL.from_handle(handle)
+        self.proto = self.PROTOCOL.from_handle(handle)
         self.tokens = []
 
     def _call(self, name, *args):
@@ -204,6 +215,13 @@ class Tcp4(object):
 
     def configure(self, cfg):
         return self._call("Configure", byref(cfg) if cfg is not None else None)
+
+
+class Tcp4(Child):
+    """One TCP4 child made with CreateChild (or adopted from an Accept), and its protocol."""
+
+    SERVICE_BINDING = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = efidefs.EFI_TCP4_PROTOCOL
 
     def state(self):
         state = ctypes.c_int(-1)
@@ -287,23 +305,32 @@ class Tcp4(object):
         return tok
 
 
-def connected_child(port, host="127.0.0.1", **options):
-    """A configured active child whose Connect to (host, port) completed; asserts success."""
-    child = Tcp4()
-    assert child.configure(config_data(remote=host, rport=port, **options)) == efi.EFI_SUCCESS
+def connect_child(child, cfg):
+    """``child`` (TCP4 or TCP6) configured with the active ``cfg``, its Connect completed;
+    asserts success."""
+    assert child.configure(cfg) == efi.EFI_SUCCESS
     status, tok = child.connect()
     assert status == efi.EFI_SUCCESS
     assert tok.wait(child) == efi.EFI_SUCCESS
     return child
 
 
-def listening_child(port=0, **options):
-    """A configured passive child (LISTEN) on STATION:``port``; returns (child, port)."""
-    child = Tcp4()
-    assert child.configure(config_data(port=port, active=False, **options)) == efi.EFI_SUCCESS
+def listen_child(child, cfg):
+    """``child`` (TCP4 or TCP6) configured with the passive ``cfg``; (child, its station port)."""
+    assert child.configure(cfg) == efi.EFI_SUCCESS
     status, cfg = child.mode()
     assert status == efi.EFI_SUCCESS
     return child, cfg.AccessPoint.StationPort
+
+
+def connected_child(port, host="127.0.0.1", **options):
+    """A configured active child whose Connect to (host, port) completed; asserts success."""
+    return connect_child(Tcp4(), config_data(remote=host, rport=port, **options))
+
+
+def listening_child(port=0, **options):
+    """A configured passive child (LISTEN) on STATION:``port``; returns (child, port)."""
+    return listen_child(Tcp4(), config_data(port=port, active=False, **options))
 
 
 def status_name(status):

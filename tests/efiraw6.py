@@ -81,17 +81,8 @@ def tcp6_io_token(size=None, data=None, rx=True):
 class Tcp6(efiraw.Tcp4):
     """One TCP6 child (CreateChild, or adopted from an Accept)."""
 
-    def __init__(self, sb=None, handle=None):
-        sb = sb if sb is not None else service(efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID,
-                                               efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL)
-        if handle is None:
-            child = efi.EFI_HANDLE()
-            efi.check_status(sb.CreateChild(byref(sb), byref(child)))
-            handle = child.value
-        self.sb = sb
-        self.handle = handle
-        self.proto = efidefs.EFI_TCP6_PROTOCOL.from_handle(handle)
-        self.tokens = []
+    SERVICE_BINDING = efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = efidefs.EFI_TCP6_PROTOCOL
 
     def mode(self, option=None, ip_mode=None):
         cfg = efidefs.EFI_TCP6_CONFIG_DATA()
@@ -127,20 +118,13 @@ class Tcp6(efiraw.Tcp4):
 
 
 def connected6(port, **options):
-    child = Tcp6()
-    assert child.configure(tcp6_config(remote="::1", rport=port, **options)) == efi.EFI_SUCCESS
-    status, tok = child.connect()
-    assert status == efi.EFI_SUCCESS
-    assert tok.wait(child) == efi.EFI_SUCCESS
-    return child
+    """A configured active child whose Connect to ([::1], port) completed; asserts success."""
+    return efiraw.connect_child(Tcp6(), tcp6_config(remote="::1", rport=port, **options))
 
 
 def listening6(port=0, **options):
-    child = Tcp6()
-    assert child.configure(tcp6_config(port=port, active=False, **options)) == efi.EFI_SUCCESS
-    status, cfg = child.mode()
-    assert status == efi.EFI_SUCCESS
-    return child, cfg.AccessPoint.StationPort
+    """A configured passive child (LISTEN) on ``port``; returns (child, port)."""
+    return efiraw.listen_child(Tcp6(), tcp6_config(port=port, active=False, **options))
 
 
 # --- UDP6 ------------------------------------------------------------------------------------
@@ -163,22 +147,11 @@ def udp6_config(station="", port=0, remote="", rport=0, **flags):
     return cfg
 
 
-class Udp6(object):
+class Udp6(efiraw.Child):
     """One UDP6 child and its protocol."""
 
-    def __init__(self):
-        self.sb = service(efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID, efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL)
-        child = efi.EFI_HANDLE()
-        efi.check_status(self.sb.CreateChild(byref(self.sb), byref(child)))
-        self.handle = child.value
-        self.proto = efidefs.EFI_UDP6_PROTOCOL.from_handle(self.handle)
-        self.tokens = []
-
-    def _call(self, name, *args):
-        return getattr(self.proto, name)(byref(self.proto), *args)
-
-    def configure(self, cfg):
-        return self._call("Configure", byref(cfg) if cfg is not None else None)
+    SERVICE_BINDING = efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = efidefs.EFI_UDP6_PROTOCOL
 
     def mode(self):
         cfg = efidefs.EFI_UDP6_CONFIG_DATA()

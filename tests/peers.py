@@ -14,13 +14,21 @@ import threading
 
 try:
     import socketserver
-    from http.server import HTTPServer, SimpleHTTPRequestHandler
+    from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler
 except ImportError:  # Python 2.7
     import SocketServer as socketserver  # type: ignore
-    from BaseHTTPServer import HTTPServer  # type: ignore
+    from BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer  # type: ignore
     from SimpleHTTPServer import SimpleHTTPRequestHandler  # type: ignore
 
 HOST = "127.0.0.1"
+
+
+def send_body(handler, body):
+    """Answer the request ``handler`` is serving with 200 and ``body``."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -30,11 +38,7 @@ class _Quiet(SimpleHTTPRequestHandler):
         return os.path.join(self.server.root, path.split("?", 1)[0].lstrip("/"))
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, self.rfile.read(int(self.headers.get("Content-Length", 0))))
 
     def log_message(self, *args):
         pass
@@ -45,22 +49,43 @@ class _ThreadingHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
     allow_reuse_address = True
 
 
-class HttpPeer(object):
-    """A threaded HTTP server serving ``files`` ({name: bytes}) from a temporary directory."""
+class QuietHTTPServer(_ThreadingHTTPServer):
+    """A threaded HTTP server that says nothing about a client that gave up (a TLS handshake the
+    client refused, a connection it reset): the tests check such refusals on the client side."""
 
-    def __init__(self, tmpdir, files):
-        self.root = str(tmpdir)
-        for name, data in files.items():
-            with open(os.path.join(self.root, name), "wb") as f:
-                f.write(data)
-        self.server = _ThreadingHTTPServer((HOST, 0), _Quiet)
-        self.server.root = self.root
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+    def handle_error(self, request, client_address):
+        pass
+
+
+def files_handler(files, before_get=None):
+    """A request handler class serving ``files`` ({name: bytes}) at ``/name`` (404 for any other
+    path), logging nothing; ``before_get(handler)``, if given, is called first on every GET."""
+
+    class FilesHandler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if before_get is not None:
+                before_get(self)
+            body = files.get(self.path.lstrip("/"))
+            if body is None:
+                self.send_error(404)
+                return
+            send_body(self, body)
+
+        def log_message(self, *args):
+            pass
+
+    return FilesHandler
+
+
+class ServerPeer(object):
+    """A socketserver ``server`` that serves on a daemon thread while the peer is entered (a
+    context manager), and is shut down and closed when it is left; ``port`` is its port."""
+
+    def __init__(self, server):
+        self.server = server
+        self.port = server.server_address[1]
+        self.thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
         self.thread.daemon = True
-
-    def url(self, name=""):
-        return "http://%s:%d/%s" % (HOST, self.port, name)
 
     def __enter__(self):
         self.thread.start()
@@ -69,6 +94,21 @@ class HttpPeer(object):
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+class HttpPeer(ServerPeer):
+    """A threaded HTTP server serving ``files`` ({name: bytes}) from a temporary directory."""
+
+    def __init__(self, tmpdir, files):
+        self.root = str(tmpdir)
+        for name, data in files.items():
+            with open(os.path.join(self.root, name), "wb") as f:
+                f.write(data)
+        ServerPeer.__init__(self, _ThreadingHTTPServer((HOST, 0), _Quiet))
+        self.server.root = self.root
+
+    def url(self, name=""):
+        return "http://%s:%d/%s" % (HOST, self.port, name)
 
 
 class _EchoHandler(socketserver.BaseRequestHandler):
@@ -88,22 +128,50 @@ class _ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 
-class EchoPeer(object):
+class EchoPeer(ServerPeer):
     """A threaded TCP echo server: echoes until the client closes, then closes (FIN)."""
 
     def __init__(self):
-        self.server = _ThreadingTCPServer((HOST, 0), _EchoHandler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        ServerPeer.__init__(self, _ThreadingTCPServer((HOST, 0), _EchoHandler))
+
+
+class OneShotPeer(object):
+    """A host listener on ``host`` (127.0.0.1, or ::1) that accepts one connection and runs
+    ``handler(conn)`` on a thread; ``join()`` returns what it returned, or raises what it
+    raised. ``peer`` is the address the connection came from."""
+
+    def __init__(self, handler, host=HOST, join_timeout=15):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.server = socket.socket(family, socket.SOCK_STREAM)
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind((host, 0))
+        self.server.listen(1)
+        self.server.settimeout(10)
+        self.port = self.server.getsockname()[1]
+        self.handler = handler
+        self.join_timeout = join_timeout
+        self.result = self.error = self.peer = None
+        self.thread = threading.Thread(target=self._run)
         self.thread.daemon = True
-
-    def __enter__(self):
         self.thread.start()
-        return self
 
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def _run(self):
+        try:
+            conn, self.peer = self.server.accept()
+            conn.settimeout(10)
+            try:
+                self.result = self.handler(conn)
+            finally:
+                conn.close()
+        except Exception as exc:  # reported by join()
+            self.error = exc
+
+    def join(self):
+        self.thread.join(self.join_timeout)
+        self.server.close()
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 def closed_port():

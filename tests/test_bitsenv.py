@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import pytest
@@ -23,6 +22,8 @@ PY2 = sys.version_info[0] == 2
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from efisim import bitsenv  # noqa: E402
 
+import processes  # noqa: E402
+
 
 def run_efirun(args, env=None, timeout=RUN_TIMEOUT):
     """(exit status, stdout, stderr) of ``python tools/efirun.py ARGS`` under the BITS model."""
@@ -30,15 +31,8 @@ def run_efirun(args, env=None, timeout=RUN_TIMEOUT):
     full_env["BITSNET_SIM_PYTHON"] = "bits"
     full_env.pop("PYTHONPATH", None)
     full_env.update(env or {})
-    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=full_env)
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    status, out, err = processes.run_efirun(args, timeout, env=full_env)
+    return status, out.decode("utf-8", "replace"), err
 
 
 FUTURE = "from __future__ import print_function\n"
@@ -292,12 +286,7 @@ def test_ctrl_c_raises_bits_key_error():
         assert proc.stdout.readline().strip() == b"ready"
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        timer = threading.Timer(30, proc.kill)
-        timer.start()
-        try:
-            out, err = proc.communicate()
-        finally:
-            timer.cancel()
+        out, err = processes.communicate(proc, 30)
     finally:
         if proc.poll() is None:
             proc.kill()

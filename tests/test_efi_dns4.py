@@ -14,6 +14,7 @@ import pytest
 
 import conftest
 import dnspeer
+import efiraw
 from bitsnet import efidefs as d
 from efisim import machine as _machine
 from test_efi_udp4 import Udp4, config_data
@@ -111,22 +112,15 @@ class Token(object):
         efi.check_status(bs().CloseEvent(self.event))
 
 
-class Dns4(object):
+class Dns4(efiraw.Child):
+    """One DNS4 child made with CreateChild, and its protocol."""
+
+    SERVICE_BINDING = d.EFI_DNS4_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = d.EFI_DNS4_PROTOCOL
+
     def __init__(self):
-        handles = efi.locate_handles(d.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID)
-        self.sb = d.EFI_DNS4_SERVICE_BINDING_PROTOCOL.from_handle(handles[0])
-        child = efi.EFI_HANDLE()
-        efi.check_status(self.sb.CreateChild(byref(self.sb), byref(child)))
-        self.handle = child.value
-        self.proto = d.EFI_DNS4_PROTOCOL.from_handle(self.handle)
-        self.tokens = []
+        efiraw.Child.__init__(self)
         self.keep = []
-
-    def _call(self, name, *args):
-        return getattr(self.proto, name)(byref(self.proto), *args)
-
-    def configure(self, cfg):
-        return self._call("Configure", byref(cfg) if cfg is not None else None)
 
     def poll(self):
         return self._call("Poll")

@@ -8,7 +8,6 @@ from __future__ import print_function
 
 import errno
 import socket
-import threading
 import time
 
 import efi
@@ -27,42 +26,6 @@ def profile(request):
     """Both firmware profiles: a machine booted with ``firmware`` = the parameter."""
     request.applymarker(pytest.mark.machine(static=True, firmware=request.param))
     return request.getfixturevalue("machine")
-
-
-class _OneShotPeer(object):
-    """A host listener on 127.0.0.1 that accepts one connection and runs ``handler(conn)``."""
-
-    def __init__(self, handler, host=peers.HOST):
-        self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.server.bind((host, 0))
-        self.server.listen(1)
-        self.server.settimeout(10)
-        self.port = self.server.getsockname()[1]
-        self.handler = handler
-        self.result = None
-        self.error = None
-        self.thread = threading.Thread(target=self._run)
-        self.thread.daemon = True
-        self.thread.start()
-
-    def _run(self):
-        try:
-            conn, _ = self.server.accept()
-            conn.settimeout(10)
-            try:
-                self.result = self.handler(conn)
-            finally:
-                conn.close()
-        except Exception as exc:  # reported by join()
-            self.error = exc
-
-    def join(self):
-        self.thread.join(15)
-        self.server.close()
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def test_active_open_http_get(profile, tmpdir):
@@ -154,7 +117,7 @@ def _recv_or_reset(conn):
 
 def test_receive_partial_synchronous_and_lengths_rewritten(machine):
     data = peers.pattern(1000, seed=5)
-    peer = _OneShotPeer(lambda conn: (conn.sendall(data), _recv_or_reset(conn))[1])
+    peer = peers.OneShotPeer(lambda conn: (conn.sendall(data), _recv_or_reset(conn))[1])
     child = efiraw.connected_child(peer.port)
     tcp4 = machine.drivers["tcp4"]
     deadline = time.time() + 5
@@ -181,7 +144,7 @@ def test_receive_partial_synchronous_and_lengths_rewritten(machine):
 
 
 def test_peer_fin_token_status_then_function_result(machine):
-    peer = _OneShotPeer(lambda conn: (conn.sendall(b"bye"), conn.shutdown(socket.SHUT_WR), conn.recv(100))[2])
+    peer = peers.OneShotPeer(lambda conn: (conn.sendall(b"bye"), conn.shutdown(socket.SHUT_WR), conn.recv(100))[2])
     child = efiraw.connected_child(peer.port)
     status, first = child.receive(3)
     status, second = child.receive(3)  # pending when the FIN arrives
@@ -204,7 +167,7 @@ def _reset(conn):
 
 
 def test_peer_rst_completes_pending_tokens_with_connection_reset(machine):
-    peer = _OneShotPeer(_reset)
+    peer = peers.OneShotPeer(_reset)
     child = efiraw.connected_child(peer.port)
     status, rtok = child.receive(100)
     assert status == S.EFI_SUCCESS
@@ -302,7 +265,7 @@ def test_ephemeral_ports_are_sequential(machine):
 def test_transmit_reads_the_buffer_when_segmenting_not_at_call_time(machine):
     # Facts 3.3 Transmit: zero-copy. Data queued while connecting is read when it is sent, so a
     # change made after Transmit returned (which the spec forbids) is what goes on the wire.
-    peer = _OneShotPeer(lambda conn: conn.recv(100))
+    peer = peers.OneShotPeer(lambda conn: conn.recv(100))
     child = efiraw.Tcp4()
     assert child.configure(efiraw.config_data(remote=peers.HOST, rport=peer.port)) == S.EFI_SUCCESS
     status, ctok = child.connect()

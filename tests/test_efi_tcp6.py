@@ -21,6 +21,7 @@ import pytest
 import conftest
 import efiraw
 import efiraw6 as r6
+import peers
 from bitsnet import efidefs
 
 pytestmark = pytest.mark.machine(static=True, ipv6_policy="static")
@@ -31,38 +32,9 @@ def _name(status):
     return efi.efi_status_decode.get(status, status)
 
 
-class _Peer(object):
+def _Peer(handler):
     """A host listener on [::1] that accepts one connection and runs ``handler(conn)``."""
-
-    def __init__(self, handler):
-        self.server = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-        self.server.bind(("::1", 0))
-        self.server.listen(1)
-        self.server.settimeout(10)
-        self.port = self.server.getsockname()[1]
-        self.handler = handler
-        self.result = self.error = self.peer = None
-        self.thread = threading.Thread(target=self._run)
-        self.thread.daemon = True
-        self.thread.start()
-
-    def _run(self):
-        try:
-            conn, self.peer = self.server.accept()
-            conn.settimeout(10)
-            try:
-                self.result = self.handler(conn)
-            finally:
-                conn.close()
-        except Exception as exc:  # reported by join()
-            self.error = exc
-
-    def join(self):
-        self.thread.join(10)
-        self.server.close()
-        if self.error is not None:
-            raise self.error
-        return self.result
+    return peers.OneShotPeer(handler, host="::1", join_timeout=10)
 
 
 def _echo_until_eof(conn):

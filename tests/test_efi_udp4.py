@@ -12,6 +12,7 @@ import efi
 import pytest
 
 import conftest
+import efiraw
 from bitsnet import efidefs as d
 
 pytestmark = pytest.mark.machine(static=True)
@@ -125,23 +126,11 @@ def tx_token(data=b"x", fragments=1, destination=None, dport=0, source=None, spo
     return tok
 
 
-class Udp4(object):
+class Udp4(efiraw.Child):
     """One UDP4 child made with CreateChild, and its protocol."""
 
-    def __init__(self):
-        handles = efi.locate_handles(d.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID)
-        self.sb = d.EFI_UDP4_SERVICE_BINDING_PROTOCOL.from_handle(handles[0])
-        child = efi.EFI_HANDLE()
-        efi.check_status(self.sb.CreateChild(byref(self.sb), byref(child)))
-        self.handle = child.value
-        self.proto = d.EFI_UDP4_PROTOCOL.from_handle(self.handle)
-        self.tokens = []
-
-    def _call(self, name, *args):
-        return getattr(self.proto, name)(byref(self.proto), *args)
-
-    def configure(self, cfg):
-        return self._call("Configure", byref(cfg) if cfg is not None else None)
+    SERVICE_BINDING = d.EFI_UDP4_SERVICE_BINDING_PROTOCOL
+    PROTOCOL = d.EFI_UDP4_PROTOCOL
 
     def mode(self):
         cfg = d.EFI_UDP4_CONFIG_DATA()

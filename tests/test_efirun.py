@@ -6,13 +6,12 @@ from __future__ import print_function
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
-import threading
+
+import processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 BOOT_PYTHON = os.path.join(ROOT, "tools", "efisim", "boot_python")
 MODEL_ENV = "BITSNET_SIM_PYTHON"  # "bits": BITS's Python for the program (tools/efisim/bitsenv.py)
@@ -36,17 +35,8 @@ DHCP_PROBE = textwrap.dedent("""
 
 def run_efirun(args, timeout=RUN_TIMEOUT, env=None):
     """(exit status, stdout text, stderr text) of ``python tools/efirun.py ARGS``."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=full_env)
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    status, out, err = processes.run_efirun(args, timeout, env=dict(os.environ, **(env or {})))
+    return status, out.decode("utf-8", "replace"), err
 
 
 def probe_address(*options, **kw):
@@ -316,16 +306,10 @@ def test_lab_serves_the_machine_and_dhcp_hands_out_its_dns(tmpdir):
 
 def test_lab_stops_and_environment_is_restored_in_process(tmpdir):
     seen_file = str(tmpdir.join("seen.json"))
-    proc = subprocess.Popen([sys.executable, "-c", LAB_STOP_CHECK, os.path.join(ROOT, "tools"), LAB_PROBE,
-                             seen_file], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict((k, v) for k, v in os.environ.items() if k != "BITSNET_LAB"))
-    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    assert proc.returncode == 0, err.decode("utf-8", "replace")
+    status, out, err = processes.run([sys.executable, "-c", LAB_STOP_CHECK, os.path.join(ROOT, "tools"), LAB_PROBE,
+                                      seen_file], RUN_TIMEOUT,
+                                     env=dict((k, v) for k, v in os.environ.items() if k != "BITSNET_LAB"))
+    assert status == 0, err.decode("utf-8", "replace")
     assert out.decode("ascii").split()[-3:] == ["0", "False", "True"], err.decode("utf-8", "replace")
 
 

@@ -9,9 +9,6 @@ import errno
 import os
 import re
 import socket
-import subprocess
-import sys
-import threading
 import time
 from ctypes import byref
 
@@ -20,7 +17,9 @@ import pytest
 
 import efiraw
 import peers
+import processes
 from efisim import faults
+from processes import ledger
 
 S = efi
 MSS = 1460
@@ -28,7 +27,6 @@ MSS = 1460
 # (e.g. 20 to look for rare stalls, issue 20 item 3).
 SEEDS = tuple(range(1, 1 + max(1, int(os.environ.get("BITSNET_FAULT_SEEDS", "3")))))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 RAW_HTTP_GET = os.path.join(ROOT, "tests", "scripts", "raw_http_get.py")
 RUN_TIMEOUT = 120.0  # seconds for one efirun process
 BIG = peers.pattern(300 * 1024, seed=3)  # several 64 KiB Receives
@@ -288,21 +286,7 @@ def test_accept_reset_drops_a_connection_reset_before_it_was_taken(machine):
 # ---------------------------------------------------------------------- whole programs under a plan
 def run_efirun(args):
     """(exit status, stdout bytes, stderr text) of ``python tools/efirun.py ARGS``; killed on timeout."""
-    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ROOT)
-    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    return proc.returncode, out, err.decode("utf-8", "replace")
-
-
-def ledger(stderr):
-    lines = [line for line in stderr.splitlines() if line.startswith("efirun ledger: ")]
-    assert len(lines) == 1, stderr
-    return dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", lines[0]))
+    return processes.run_efirun(args, RUN_TIMEOUT, cwd=ROOT)
 
 
 @pytest.fixture

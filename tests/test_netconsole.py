@@ -15,13 +15,13 @@ import os
 import random
 import re
 import socket
-import subprocess
 import sys
 import threading
 import time
 
 import pytest
 
+import processes
 from bitsnet import netconsole
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -427,20 +427,14 @@ def efirun(program_dir, machine, netconsole_args, program_args):
         netconsole_args + ["--", "nc_program"] + [str(a) for a in program_args]
     env = dict(os.environ, PYTHONPATH=program_dir, PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
     start = time.time()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
-    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
+    status, out, err = processes.run(command, RUN_TIMEOUT, cwd=ROOT, env=env)
     elapsed = time.time() - start
     out, err = out.decode("utf-8"), err.decode("utf-8")
     assert elapsed < RUN_TIMEOUT, "efirun killed after %g s; stderr:\n%s" % (RUN_TIMEOUT, err)
     assert "Traceback" not in err and "firmware faults" not in err, err
     ledger = [line for line in err.splitlines() if line.startswith("efirun ledger:")]
     assert ledger and all(part.endswith("=0") for part in ledger[0].split(":")[1].split()), err
-    return proc.returncode, out, err, elapsed
+    return status, out, err, elapsed
 
 
 def console_is_complete(out, err, count):
@@ -548,15 +542,8 @@ def test_the_programs_traceback_is_mirrored(tmpdir, receiver):
     tmpdir.join("nc_program.py").write_text(u"print('before')\nraise ValueError('boom')\n", encoding="utf-8")
     command = [sys.executable, EFIRUN, "-m", "bitsnet.netconsole", "%s:%d" % (HOST, receiver.port),
                "--", "nc_program"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(tmpdir)))
-    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    assert proc.returncode == 1
+    status, out, err = processes.run(command, RUN_TIMEOUT, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(tmpdir)))
+    assert status == 1
     text = mirrored_text(receiver.payloads())
     assert "before\n" in text and "ValueError: boom\n" in text and 'nc_program.py", line 2' in text
     assert "runpy" not in text and "Traceback (most recent call last):" in err.decode("utf-8")
@@ -567,15 +554,9 @@ def test_the_selftest_under_netconsole_passes(receiver):
     # count the netconsole's own socket (open on purpose) as a leak.
     command = [sys.executable, EFIRUN, "--lab",
         "-m", "bitsnet.netconsole", "%s:%d" % (HOST, receiver.port), "--", "bitsnet.selftest"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
+    status, out, err = processes.run(command, RUN_TIMEOUT, cwd=ROOT)
     report = out.decode("utf-8") + err.decode("utf-8")
-    assert proc.returncode == 0, report
+    assert status == 0, report
     assert re.search(r"^\d+ passed, 0 failed$", out.decode("utf-8"), re.M), report
     assert "the netconsole's socket stays open" in report, report
     text = mirrored_text(receiver.payloads())

@@ -6,16 +6,14 @@ from __future__ import print_function
 
 import os
 import re
-import subprocess
-import sys
-import threading
 
 import pytest
 
+import processes
 from peers import HttpPeer, closed_port, pattern
+from processes import ledger
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 RUN_TIMEOUT = 90.0  # seconds for one efirun process; the script's own waits are shorter
 BODY = b"hello from the host\n"
@@ -24,22 +22,7 @@ BIG = pattern(300 * 1024, seed=3)  # several 64 KiB Receives
 
 def run_efirun(args, timeout=RUN_TIMEOUT):
     """(exit status, stdout bytes, stderr text) of ``python tools/efirun.py ARGS``; killed on timeout."""
-    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ROOT)
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    return proc.returncode, out, err.decode("utf-8", "replace")
-
-
-def ledger(stderr):
-    """The ``efirun ledger:`` line as a dict of ints."""
-    lines = [line for line in stderr.splitlines() if line.startswith("efirun ledger: ")]
-    assert len(lines) == 1, stderr
-    return dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", lines[0]))
+    return processes.run_efirun(args, timeout, cwd=ROOT)
 
 
 @pytest.fixture

@@ -7,12 +7,11 @@ from __future__ import print_function
 import os
 import re
 import socket
-import subprocess
-import sys
 import threading
 
+import processes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EFIRUN = os.path.join(ROOT, "tools", "efirun.py")
 RUN_TIMEOUT = 180.0  # the whole selftest takes a few seconds; this only stops a hang
 STEP_TIMEOUT = "5"  # selftest --timeout for the failure runs: each waits for it once
 NO_DHCP_TIMEOUT = "1"  # the DHCP step waits its whole timeout for an answer that never comes
@@ -23,15 +22,8 @@ TRAFFIC_CHECKS = ("TCP connect to lab", "TCP echo", "HTTP download", "listening 
 
 def selftest(*args):
     """(exit status, stdout lines, stderr) of ``python tools/efirun.py ARGS`` (ARGS hold -m ...)."""
-    proc = subprocess.Popen([sys.executable, EFIRUN] + list(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    timer = threading.Timer(RUN_TIMEOUT, proc.kill)
-    timer.start()
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
-    return proc.returncode, out.decode("utf-8", "replace").splitlines(), err.decode("utf-8", "replace")
+    status, out, err = processes.run_efirun(args, RUN_TIMEOUT)
+    return status, out.decode("utf-8", "replace").splitlines(), err
 
 
 def squash(text):

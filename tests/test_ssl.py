@@ -11,7 +11,6 @@ from __future__ import print_function
 
 import hashlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 
 import conftest
 import peers
+import testpki
 
 try:
     import ssl as hostssl
@@ -36,39 +36,11 @@ SCRIPTS = os.path.join(ROOT, "tests", "stdlib_scripts")
 ENGINE, NO_ENGINE = simtls.available()
 pytestmark = pytest.mark.skipif(not ENGINE, reason=NO_ENGINE or "no TLS engine")
 PY2 = sys.version_info[0] == 2
-if PY2:
-    from distutils.spawn import find_executable as _which  # type: ignore
-else:
-    _which = shutil.which
-OPENSSL = _which("openssl")
+OPENSSL = testpki.OPENSSL
 SERVER_PROTOCOL = getattr(hostssl, "PROTOCOL_TLS_SERVER", getattr(hostssl, "PROTOCOL_SSLv23", None))
 
 
 # --- a test PKI, made once per session ----------------------------------------------------------
-def _run(args, cwd):
-    with open(os.devnull, "wb") as null:
-        subprocess.check_call(args, cwd=cwd, stdout=null, stderr=null)
-
-
-CA_CONFIG = """[ ca ]
-default_ca = CA_default
-[ CA_default ]
-dir = .
-database = index.txt
-new_certs_dir = .
-certificate = ca.pem
-private_key = ca.key
-serial = serial
-default_md = sha256
-policy = policy_any
-copy_extensions = copy
-unique_subject = no
-email_in_dn = no
-[ policy_any ]
-commonName = supplied
-"""
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """The test PKI (make_pki) in a temporary directory; skips without ``openssl``."""
@@ -80,84 +52,36 @@ def pki(tmp_path_factory):
 def make_pki(d):
     """Files in ``d``: ca.pem (the trusted CA), ca2.pem (another CA), and key/cert pairs good
     (localhost, 127.0.0.1), wronghost (other.example), unknownca (by ca2), expired."""
-    rsa = ["-newkey", "rsa:2048", "-nodes", "-sha256"]
     for ca in ("ca", "ca2"):
-        _run([OPENSSL, "req", "-x509"] + rsa + ["-keyout", ca + ".key", "-out", ca + ".pem", "-days", "3",
-                                                "-subj", "/CN=bitsnet test %s" % ca,
-                                                "-addext", "basicConstraints=critical,CA:TRUE",
-                                                "-addext", "keyUsage=critical,keyCertSign,cRLSign"], d)
+        testpki.make_ca(d, ca, "/CN=bitsnet test %s" % ca)
     names = {"good": "DNS:localhost,IP:127.0.0.1", "wronghost": "DNS:other.example",
              "unknownca": "DNS:localhost,IP:127.0.0.1", "expired": "DNS:localhost,IP:127.0.0.1"}
     for name, san in names.items():
-        cn = san.split(",")[0].split(":")[1]
-        _run([OPENSSL, "req"] + rsa + ["-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn,
-                                       "-addext", "subjectAltName=" + san], d)
-    with open(os.path.join(d, "ca.cnf"), "w") as f:
-        f.write(CA_CONFIG)
-    with open(os.path.join(d, "index.txt"), "w") as f:
-        f.write("")
-    with open(os.path.join(d, "serial"), "w") as f:
-        f.write("1000\n")
+        testpki.make_request(d, name, san.split(",")[0].split(":")[1], san)
+    testpki.start_ca_database(d, 1000)
     for name, ca, dates in (("good", "ca", ["-days", "2"]), ("wronghost", "ca", ["-days", "2"]),
                             ("unknownca", "ca2", ["-days", "2"]),
                             ("expired", "ca", ["-startdate", "20200101000000Z", "-enddate", "20200102000000Z"])):
-        _run([OPENSSL, "ca", "-batch", "-config", "ca.cnf", "-notext", "-cert", ca + ".pem", "-keyfile", ca + ".key",
-              "-in", name + ".csr", "-out", name + ".pem"] + dates, d)
+        testpki.sign(d, name, ca, dates)
     return d
 
 
-class HttpsPeer(object):
+class HttpsPeer(peers.ServerPeer):
     """A threaded HTTPS server on 127.0.0.1 (the host's ssl) with the named key pair, serving
     ``files``; handshake failures are counted in ``failures``."""
 
     def __init__(self, pki, cert, files):
-        try:
-            import socketserver
-            from http.server import BaseHTTPRequestHandler, HTTPServer
-        except ImportError:  # Python 2.7
-            import SocketServer as socketserver  # type: ignore
-            from BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer  # type: ignore
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                body = files.get(self.path.lstrip("/"))
-                if body is None:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-            def handle_error(self, request, client_address):
-                pass  # a client that gave up on the certificate: the test checks the client side
-
         context = hostssl.SSLContext(SERVER_PROTOCOL)
         context.load_cert_chain(os.path.join(pki, cert + ".pem"), os.path.join(pki, cert + ".key"))
-        self.server = Server((peers.HOST, 0), Handler)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True,
-                                                 do_handshake_on_connect=False)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
-        self.thread.daemon = True
+        server = peers.QuietHTTPServer((peers.HOST, 0), peers.files_handler(files))
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        peers.ServerPeer.__init__(self, server)
 
     def url(self, name, host="localhost"):
         return "https://%s:%d/%s" % (host, self.port, name)
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        peers.ServerPeer.__exit__(self, *exc)
         self.thread.join(5)
 
 

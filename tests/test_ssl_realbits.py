@@ -16,8 +16,6 @@ from __future__ import print_function
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -34,6 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import bitsrun  # noqa: E402
 import peers  # noqa: E402
+import testpki  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "real_bits_https.py")
 SIZE = 2 * 1024 * 1024
@@ -42,7 +41,7 @@ HTTPS_PORT = 8443
 GUEST_HOST = "10.0.2.2"
 BOOT_TIMEOUT = 400
 FIGURES = os.path.join(ROOT, "build", "bitsrun", "figures.txt")
-OPENSSL = shutil.which("openssl") if hasattr(shutil, "which") else None
+OPENSSL = testpki.OPENSSL
 
 
 def _why_not():
@@ -60,26 +59,13 @@ pytestmark = [pytest.mark.realbits, pytest.mark.skipif(REASON is not None, reaso
 def _make_pki(d):
     """ca.pem/ca.key and server.pem/server.key for 10.0.2.2 (valid from yesterday: the guest's RTC
     may lag the host's clock a little)."""
-    def run(*args):
-        subprocess.check_call((OPENSSL,) + args, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=60)
-    run("req", "-x509", "-newkey", "rsa:2048", "-sha256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "3", "-subj", "/CN=bitsnet realbits CA", "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    run("req", "-x509", "-newkey", "rsa:2048", "-sha256", "-nodes", "-keyout", "ca2.key", "-out", "ca2.pem",
-        "-days", "3", "-subj", "/CN=bitsnet realbits other CA", "-addext", "basicConstraints=critical,CA:TRUE")
-    run("req", "-newkey", "rsa:2048", "-sha256", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-        "-subj", "/CN=bits-host.test", "-addext", "subjectAltName=IP:%s,DNS:bits-host.test" % GUEST_HOST)
-    with open(os.path.join(d, "ca.cnf"), "w") as f:
-        f.write("[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\n"
-                "policy=p\ncopy_extensions=copy\nunique_subject=no\n[p]\ncommonName=supplied\n")
-    open(os.path.join(d, "index.txt"), "w").close()
-    with open(os.path.join(d, "serial"), "w") as f:
-        f.write("2000\n")
+    testpki.make_ca(d, "ca", "/CN=bitsnet realbits CA", timeout=60)
+    testpki.make_ca(d, "ca2", "/CN=bitsnet realbits other CA", key_usage=False, timeout=60)
+    testpki.make_request(d, "server", "bits-host.test", "IP:%s,DNS:bits-host.test" % GUEST_HOST, timeout=60)
+    testpki.start_ca_database(d, 2000)
     start = time.strftime("%Y%m%d%H%M%SZ", time.gmtime(time.time() - 86400))
     end = time.strftime("%Y%m%d%H%M%SZ", time.gmtime(time.time() + 3 * 86400))
-    run("ca", "-batch", "-config", "ca.cnf", "-notext", "-cert", "ca.pem", "-keyfile", "ca.key", "-in", "server.csr",
-        "-out", "server.pem", "-startdate", start, "-enddate", end)
+    testpki.sign(d, "server", "ca", ["-startdate", start, "-enddate", end], timeout=60)
 
 
 def _serve(server):
@@ -91,36 +77,17 @@ def _serve(server):
 def _peers_in_namespace(d, payload):
     """setup(): in the run's namespace, plain HTTP (ca.pem, data.bin) and HTTPS (data.bin)."""
     def setup():
-        import socketserver
-        from http.server import BaseHTTPRequestHandler, HTTPServer
-        files = {"/data.bin": payload, "/ca.pem": open(os.path.join(d, "ca.pem"), "rb").read(),
-                 "/ca2.pem": open(os.path.join(d, "ca2.pem"), "rb").read()}
+        files = {"data.bin": payload, "ca.pem": open(os.path.join(d, "ca.pem"), "rb").read(),
+                 "ca2.pem": open(os.path.join(d, "ca2.pem"), "rb").read()}
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                shared = getattr(self.connection, "shared_ciphers", None)
-                if shared is not None and not os.path.exists(os.path.join(d, "offered.txt")):
-                    with open(os.path.join(d, "offered.txt"), "w") as f:  # what the firmware offers
-                        f.write("%s %s\n" % (self.connection.version(), " ".join(c[0] for c in shared() or ())))
-                body = files.get(self.path)
-                if body is None:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def record_offer(handler):
+            shared = getattr(handler.connection, "shared_ciphers", None)
+            if shared is not None and not os.path.exists(os.path.join(d, "offered.txt")):
+                with open(os.path.join(d, "offered.txt"), "w") as f:  # what the firmware offers
+                    f.write("%s %s\n" % (handler.connection.version(), " ".join(c[0] for c in shared() or ())))
 
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-            def handle_error(self, request, client_address):
-                pass  # the refusals the test provokes (unknown CA, wrong host) are checked in the guest
-
+        # The refusals the test provokes (unknown CA, wrong host) are checked in the guest.
+        Handler, Server = peers.files_handler(files, before_get=record_offer), peers.QuietHTTPServer
         plain = Server(("127.0.0.1", PLAIN_PORT), Handler)
         secure = Server(("127.0.0.1", HTTPS_PORT), Handler)
         context = hostssl.SSLContext(hostssl.PROTOCOL_TLS_SERVER)

@@ -48,6 +48,37 @@ def free_port():
     return port
 
 
+def exchange(address, data, timeout=10.0, read=True, half_close=False, time_connect=False):
+    """Send ``data`` on a fresh connection to ``address`` and read until the server closes:
+    (all bytes answered, seconds taken). A reset after the answer (the server closes with
+    unread data) counts as the end; so does a refusal while we were still sending. ``read``
+    False: send only. ``half_close``: say "nothing more" after the bytes (a request cut short
+    is then dropped at once). ``time_connect``: the seconds include the connect (a server
+    whose backlog is full makes that wait)."""
+    started = time.time()
+    sock = socket.create_connection(address, timeout=timeout)
+    if not time_connect:
+        started = time.time()
+    answer = b""
+    try:
+        try:
+            sock.sendall(data)
+            if half_close:
+                sock.shutdown(socket.SHUT_WR)
+        except socket.error:
+            pass  # refused and closed while we were still sending: read what came
+        while read:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    except socket.error:
+        pass
+    finally:
+        sock.close()
+    return answer, time.time() - started
+
+
 class WebReplRun(object):
     """``efirun.py -m bitsnet.webrepl`` in a subprocess; ``url``/``token`` from its console line.
     ``client_timeout``: run it with that CLIENT_TIMEOUT instead (through ``-c``)."""
@@ -61,7 +92,11 @@ class WebReplRun(object):
         else:
             command += ["-m", "bitsnet.webrepl"]
         command += ["--port", str(self.port)]
-        self.proc = subprocess.Popen(command + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        self._start(command + list(args))
+
+    def _start(self, command):
+        """Run ``command`` (an efirun.py line serving the REPL on ``self.port``); wait for its URL."""
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      cwd=ROOT, universal_newlines=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
         self.lines = queue.Queue()
         self.stdout, self.stderr = [], []

@@ -46,29 +46,11 @@ def port_of(run):
 
 
 def raw(run, data, timeout=5.0, read=True, half_close=False):
-    """Send bytes on a fresh connection; (all bytes answered, seconds taken). A reset after
-    the answer (the server closes with unread data) counts as the end. ``half_close``: say
-    "nothing more" after the bytes (a request cut short is then dropped at once)."""
-    started = time.time()
-    sock = socket.create_connection((HOST, port_of(run)), timeout=timeout)
-    answer = b""
-    try:
-        try:
-            sock.sendall(data)
-            if half_close:
-                sock.shutdown(socket.SHUT_WR)
-        except socket.error:
-            pass  # refused and closed while we were still sending: read what came
-        while read:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            answer += chunk
-    except socket.error:
-        pass
-    finally:
-        sock.close()
-    return answer, time.time() - started
+    """Send bytes on a fresh connection; (all bytes answered, seconds taken, the connect
+    included). A reset after the answer (the server closes with unread data) counts as the
+    end. ``half_close``: say "nothing more" after the bytes (a request cut short is then
+    dropped at once)."""
+    return test_webrepl.exchange((HOST, port_of(run)), data, timeout, read, half_close, time_connect=True)
 
 
 def head(run, target, token=None, extra=b"", method=b"GET", host=None):
@@ -541,20 +523,7 @@ def test_the_findings_again_in_the_simulated_firmware():
         station, port = test_webrepl.STATION, run.port
 
         def send(data):
-            sock = socket.create_connection((station, port), timeout=10)
-            started = time.time()
-            answer = b""
-            try:
-                sock.sendall(data)
-                while True:
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    answer += chunk
-            except socket.error:
-                pass
-            sock.close()
-            return answer, time.time() - started
+            return test_webrepl.exchange((station, port), data)
 
         for _ in range(20):
             answer, took = send(b"GET http://[x/ HTTP/1.1\r\nHost: %s\r\n\r\n" % station.encode("ascii"))
@@ -578,23 +547,11 @@ class NetconsoleWebReplRun(test_webrepl.WebReplRun):
     mirrored to ``receiver`` while the web REPL serves)."""
 
     def __init__(self, receiver_port):  # pylint: disable=super-init-not-called
-        import os
-        import subprocess
         self.port = test_webrepl.free_port()
         command = [sys.executable, test_webrepl.EFIRUN, "--ledger"] + test_webrepl.conftest.STATION_ARGS + \
             ["-m", "bitsnet.netconsole", "%s:%d" % (HOST, receiver_port), "--", "bitsnet.webrepl",
              "--port", str(self.port)]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=test_webrepl.ROOT,
-                                     universal_newlines=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        self.lines = test_webrepl.queue.Queue()
-        self.stdout, self.stderr = [], []
-        for stream, sink in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr)):
-            thread = threading.Thread(target=self._pump, args=(stream, sink))
-            thread.daemon = True
-            thread.start()
-        self.url = self._expect("webrepl: open ")
-        self.base = self.url.split("/?")[0]
-        self.token = self.url.split("token=")[1]
+        self._start(command)
 
 
 def test_the_token_never_goes_out_on_the_netconsole_of_the_simulated_firmware():

@@ -44,21 +44,7 @@ def real(test):
 
 
 def _send(data, timeout=30):
-    sock = socket.create_connection(("127.0.0.1", PORT), timeout=timeout)
-    started = time.time()
-    answer = b""
-    try:
-        sock.sendall(data)
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            answer += chunk
-    except socket.error:
-        pass
-    finally:
-        sock.close()
-    return answer, time.time() - started
+    return test_webrepl.exchange(("127.0.0.1", PORT), data, timeout)
 
 
 def _attack(line):

@@ -17,10 +17,10 @@ ceiling B  raw EFI TCP4/UDP4 calls through the simulator with the leanest loop a
 bitsnet    the socket API as users call it (``recv_into``, ``recv(65536)``, ``sendall``,
            ``makefile().read()``, urllib download), over ``bitsnet.install()``.
 
-The peers (bulk source and sink, echo, UDP echo, HTTP) run in a subprocess started before
-anything else (``--serve-peer``): they must use the host's sockets (``install()`` replaces the
-``socket`` module of this process) and must not compete with the measured loop for this
-process's GIL. The host-socket module objects this file imported before ``install()`` stay the
+The peers (bulk source and sink, echo, UDP echo, HTTP: tools/bench_peer.py) run in a
+subprocess started before anything else (``--serve-peer``): they must use the host's sockets
+(``install()`` replaces the ``socket`` module of this process) and must not compete with the
+measured loop for this process's GIL. The host-socket module objects this file imported before ``install()`` stay the
 host's, which is what ceiling A uses.
 
 ``ratio`` is bitsnet / ceiling B. For throughputs higher is better; for costs (select/poll
@@ -39,228 +39,22 @@ import json
 import os
 import select as host_select
 import socket as host_socket
-import struct
-import subprocess
 import sys
-import threading
 import time
+
+from bench_peer import PATTERN, PEER, Peer, header, serve_peer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BOOT_PYTHON = os.path.join(HERE, "efisim", "boot_python")
-STATION, MASK, PEER = "127.0.0.2", "255.0.0.0", "127.0.0.1"
+STATION, MASK = "127.0.0.2", "255.0.0.0"
 CHUNK = 64 * 1024  # bytes per recv/send call and per raw Receive/Transmit: what bitsnet uses
-PATTERN = bytes(bytearray(range(251))) * (4 * 1024 * 1024 // 251 + 1)  # the peer's source data
 UDP_PAYLOAD = 64  # bytes per UDP datagram in the datagram figure
 RAW_POLL_BATCHES = (0, 16)  # ceiling B bulk receive: Polls between Receives (raw_bulk_recv); best taken
 WAIT = 30.0  # seconds one operation may take before the bench gives up on it
 RAW_CONTEXT_BASE = 1 << 24  # trampoline contexts of ceiling B's events: never one of bitsnet's slots
 _clock = getattr(time, "monotonic", time.time)
 PY2 = sys.version_info[0] == 2
-
-
-# ==================================================================== the peer (subprocess)
-class _Conn(object):
-    __slots__ = ("sock", "mode", "left", "head", "out", "offset")
-
-    def __init__(self, sock):
-        self.sock, self.mode, self.left, self.head, self.out, self.offset = sock, None, 0, b"", b"", 0
-
-
-def serve_peer():
-    """Bulk source ('S'+size: send size bytes, close), sink ('K'+size: read size bytes, answer
-    b'k'), echo ('E': echo until EOF), one-shot ('C': echo one byte, close), UDP echo, HTTP
-    GET /bytes/N. One epoll loop (1000+ idle connections cost nothing); HTTP in a thread."""
-    listener = host_socket.socket()
-    listener.setsockopt(host_socket.SOL_SOCKET, host_socket.SO_REUSEADDR, 1)
-    listener.bind((PEER, 0))
-    listener.listen(1024)
-    listener.setblocking(False)
-    udp = host_socket.socket(host_socket.AF_INET, host_socket.SOCK_DGRAM)
-    udp.bind((PEER, 0))
-    udp.setblocking(False)
-    http_port = _start_http()
-    sys.stdout.write("%d %d %d\n" % (listener.getsockname()[1], udp.getsockname()[1], http_port))
-    sys.stdout.flush()
-    ep = host_select.epoll()
-    ep.register(listener.fileno(), host_select.EPOLLIN)
-    ep.register(udp.fileno(), host_select.EPOLLIN)
-    ep.register(sys.stdin.fileno(), host_select.EPOLLIN | host_select.EPOLLHUP)
-    conns = {}
-    sink = bytearray(256 * 1024)
-    view = memoryview(PATTERN)
-    period = len(PATTERN) - 251 * 16  # send windows start at a multiple of 251: seamless pattern
-    period -= period % 251
-    while True:
-        for fd, mask in ep.poll(1.0):
-            if fd == sys.stdin.fileno():
-                return
-            if fd == listener.fileno():
-                while True:
-                    try:
-                        sock, _ = listener.accept()
-                    except (OSError, IOError):
-                        break
-                    sock.setblocking(False)
-                    sock.setsockopt(host_socket.IPPROTO_TCP, host_socket.TCP_NODELAY, 1)
-                    conns[sock.fileno()] = _Conn(sock)
-                    ep.register(sock.fileno(), host_select.EPOLLIN)
-                continue
-            if fd == udp.fileno():
-                while True:
-                    try:
-                        data, address = udp.recvfrom(65536)
-                    except (OSError, IOError):
-                        break
-                    try:
-                        udp.sendto(data, address)
-                    except (OSError, IOError):
-                        pass
-                continue
-            conn = conns.get(fd)
-            if conn is None:
-                continue
-            try:
-                done = _serve(conn, mask, sink, view, period, ep)
-            except (OSError, IOError):
-                done = True
-            if done:
-                ep.unregister(fd)
-                del conns[fd]
-                conn.sock.close()
-
-
-def _serve(conn, mask, sink, view, period, ep):
-    """One readiness event of one peer connection; True when it is finished."""
-    sock = conn.sock
-    if conn.mode == "S":
-        while conn.left:
-            n = min(conn.left, period - conn.offset, 1024 * 1024)
-            try:
-                sent = sock.send(view[conn.offset:conn.offset + n])
-            except (OSError, IOError) as exc:
-                if exc.args[0] in (11,):
-                    return False
-                raise
-            conn.left -= sent
-            conn.offset = (conn.offset + sent) % period
-        return True  # close: the FIN ends the stream
-    if conn.mode == "K":
-        while conn.left:
-            try:
-                n = sock.recv_into(sink, min(len(sink), conn.left))
-            except (OSError, IOError) as exc:
-                if exc.args[0] in (11,):
-                    return False
-                raise
-            if not n:
-                return True
-            conn.left -= n
-        sock.setblocking(True)
-        sock.sendall(b"k")
-        conn.mode = "E"
-        sock.setblocking(False)
-        return False
-    try:
-        data = sock.recv(65536)
-    except (OSError, IOError) as exc:
-        if exc.args[0] in (11,):
-            return False
-        raise
-    if not data:
-        return True
-    if conn.mode is None:
-        conn.head += data
-        if conn.head[:1] in (b"S", b"K") and len(conn.head) < 9:
-            return False
-        conn.mode = conn.head[:1].decode("ascii")
-        if conn.mode in ("S", "K"):
-            conn.left = struct.unpack("!Q", conn.head[1:9])[0]
-            data = conn.head[9:]
-        else:
-            data = conn.head[1:]
-        conn.head = b""
-        if conn.mode == "S":
-            ep.modify(sock.fileno(), host_select.EPOLLOUT)
-            return _serve(conn, host_select.EPOLLOUT, sink, view, period, ep)
-        if conn.mode == "K":
-            conn.left -= len(data)
-            if conn.left <= 0:
-                sock.sendall(b"k")
-                conn.mode = "E"
-            return False
-        if not data:
-            return False
-    sock.setblocking(True)
-    sock.sendall(data)
-    sock.setblocking(False)
-    return conn.mode == "C"
-
-
-def _start_http():
-    try:
-        from http.server import BaseHTTPRequestHandler, HTTPServer
-        from socketserver import ThreadingMixIn
-    except ImportError:  # Python 2.7
-        from BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer  # type: ignore
-        from SocketServer import ThreadingMixIn  # type: ignore
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
-
-        def do_GET(self):
-            size = int(self.path.rsplit("/", 1)[-1])
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(size))
-            self.end_headers()
-            period = len(PATTERN) - len(PATTERN) % 251
-            offset = 0
-            while size:
-                n = min(size, period - offset, 1024 * 1024)
-                self.wfile.write(PATTERN[offset:offset + n])  # bytes: 2.7's wfile writes a memoryview's repr
-                size -= n
-                offset = (offset + n) % period
-
-        def log_message(self, *args):
-            pass
-
-    class Server(ThreadingMixIn, HTTPServer):
-        daemon_threads = True
-
-    server = Server((PEER, 0), Handler)
-    thread = threading.Thread(target=server.serve_forever)
-    thread.daemon = True
-    thread.start()
-    return server.server_address[1]
-
-
-class Peer(object):
-    """The peer subprocess; ``tcp``, ``udp``, ``http`` are its ports on 127.0.0.1."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve-peer"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        line = self.proc.stdout.readline().decode("ascii").split()
-        if len(line) != 3:
-            raise RuntimeError("bench peer did not start")
-        self.tcp, self.udp, self.http = [int(x) for x in line]
-
-    def stop(self):
-        try:
-            self.proc.stdin.close()
-        except (OSError, IOError):
-            pass
-        deadline = _clock() + 5
-        while self.proc.poll() is None and _clock() < deadline:
-            time.sleep(0.05)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def header(command, size=0):
-    return command + (struct.pack("!Q", size) if command in (b"S", b"K") else b"")
 
 
 # ==================================================================== measurement helpers
@@ -342,10 +136,10 @@ class Tracer(object):
 
 
 # ==================================================================== ceiling A: host kernel
+# Where a figure's loop is plain socket API, ceiling A runs bitsnet's loop (below) with the
+# host's socket module: the same code on both sides of the ratio.
 def host_connect(port):
-    sock = host_socket.create_connection((PEER, port), WAIT)
-    sock.setsockopt(host_socket.IPPROTO_TCP, host_socket.TCP_NODELAY, 1)
-    return sock
+    return bits_connect(host_socket, port)
 
 
 def host_bulk_recv(peer, size):
@@ -366,32 +160,11 @@ def host_bulk_recv(peer, size):
 
 
 def host_bulk_send(peer, size):
-    sock = host_connect(peer.tcp)
-    view = memoryview(PATTERN)[:CHUNK * 16]
-    start = _clock()
-    sock.sendall(header(b"K", size))
-    left = size
-    while left:
-        n = min(left, len(view))
-        sock.sendall(view[:n])
-        left -= n
-    assert sock.recv(1) == b"k"
-    seconds = _clock() - start
-    sock.close()
-    return mbps(size, seconds)
+    return bits_bulk_send(host_socket, peer, size)
 
 
 def host_round_trips(peer, count):
-    sock = host_connect(peer.tcp)
-    sock.sendall(b"E")
-    start = _clock()
-    for _ in range(count):
-        sock.sendall(b"x")
-        if sock.recv(1) != b"x":
-            raise AssertionError("echo")
-    seconds = _clock() - start
-    sock.close()
-    return rate(count, seconds)
+    return bits_round_trips(host_socket, peer, count)
 
 
 def host_connections(peer, count):
@@ -406,17 +179,7 @@ def host_connections(peer, count):
 
 
 def host_udp(peer, count):
-    sock = host_socket.socket(host_socket.AF_INET, host_socket.SOCK_DGRAM)
-    sock.connect((PEER, peer.udp))
-    sock.settimeout(1.0)
-    payload = b"u" * UDP_PAYLOAD
-    start = _clock()
-    for _ in range(count):
-        sock.send(payload)
-        sock.recv(65536)
-    seconds = _clock() - start
-    sock.close()
-    return rate(count, seconds)
+    return bits_udp(host_socket, peer, count)
 
 
 def host_select_cost(peer, counts, calls, use_poll=False):

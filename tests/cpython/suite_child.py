@@ -43,11 +43,13 @@ TEST_TIMEOUT = float(os.environ.get("BITSNET_CPYTHON_TEST_TIMEOUT", "20"))
 def let_machine_reach_itself():
     import efisim.tcp4
     import efisim.udp4
+    import efisim.udp4_engine
 
     def never_self(*args):
         return False
     efisim.tcp4.addressed_to_self = never_self
-    efisim.udp4.addressed_to_self = never_self
+    efisim.udp4.addressed_to_self = never_self  # Transmit
+    efisim.udp4_engine.addressed_to_self = never_self  # what arrives
 
 
 # --- 2. threads take turns -----------------------------------------------------------------------

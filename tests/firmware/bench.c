@@ -19,10 +19,9 @@
  * (several can complete in one Poll) and posted again at once.
  */
 
-#include <efi.h>
-#include <efilib.h>
+#define EFIUTIL_SERIAL_ONLY  /* no serial port: the figures are dropped (only the serial port is read) */
+#include "efiutil.h"
 
-#define API __attribute__((ms_abi))
 #define CHUNK 65536
 #define MAX_RX 16
 #define MAX_TX 4
@@ -30,47 +29,6 @@
 #define HOST1 0
 #define HOST2 2
 #define HOST3 2
-
-typedef struct { UINT8 Addr[4]; } IP4;
-typedef struct {
-    BOOLEAN UseDefaultAddress; IP4 StationAddress; IP4 SubnetMask; UINT16 StationPort;
-    IP4 RemoteAddress; UINT16 RemotePort; BOOLEAN ActiveFlag;
-} TCP4_ACCESS_POINT;
-typedef struct {
-    UINT32 ReceiveBufferSize, SendBufferSize, MaxSynBackLog, ConnectionTimeout, DataRetries;
-    UINT32 FinTimeout, TimeWaitTimeout, KeepAliveProbes, KeepAliveTime, KeepAliveInterval;
-    BOOLEAN EnableNagle, EnableTimeStamp, EnableWindowScaling, EnableSelectiveAck, EnablePathMtuDiscovery;
-} TCP4_OPTION;
-typedef struct { UINT8 TypeOfService; UINT8 TimeToLive; TCP4_ACCESS_POINT AccessPoint; TCP4_OPTION *ControlOption; } TCP4_CONFIG_DATA;
-typedef struct { EFI_EVENT Event; EFI_STATUS Status; } COMPLETION_TOKEN;
-typedef struct { UINT32 FragmentLength; VOID *FragmentBuffer; } FRAGMENT_DATA;
-typedef struct { BOOLEAN UrgentFlag; UINT32 DataLength; UINT32 FragmentCount; FRAGMENT_DATA FragmentTable[1]; } RECEIVE_DATA;
-typedef struct { BOOLEAN Push; BOOLEAN Urgent; UINT32 DataLength; UINT32 FragmentCount; FRAGMENT_DATA FragmentTable[1]; } TRANSMIT_DATA;
-typedef struct { COMPLETION_TOKEN CompletionToken; VOID *Packet; } IO_TOKEN;
-typedef struct { COMPLETION_TOKEN CompletionToken; BOOLEAN AbortOnClose; } CLOSE_TOKEN;
-
-typedef struct TCP4 TCP4;
-struct TCP4 {
-    EFI_STATUS (API *GetModeData)(TCP4 *, UINT32 *, TCP4_CONFIG_DATA *, VOID *, VOID *, VOID *);
-    EFI_STATUS (API *Configure)(TCP4 *, TCP4_CONFIG_DATA *);
-    EFI_STATUS (API *Routes)(TCP4 *, BOOLEAN, IP4 *, IP4 *, IP4 *);
-    EFI_STATUS (API *Connect)(TCP4 *, COMPLETION_TOKEN *);
-    EFI_STATUS (API *Accept)(TCP4 *, VOID *);
-    EFI_STATUS (API *Transmit)(TCP4 *, IO_TOKEN *);
-    EFI_STATUS (API *Receive)(TCP4 *, IO_TOKEN *);
-    EFI_STATUS (API *Close)(TCP4 *, CLOSE_TOKEN *);
-    EFI_STATUS (API *Cancel)(TCP4 *, COMPLETION_TOKEN *);
-    EFI_STATUS (API *Poll)(TCP4 *);
-};
-typedef struct SB SB;
-struct SB {
-    EFI_STATUS (API *CreateChild)(SB *, EFI_HANDLE *);
-    EFI_STATUS (API *DestroyChild)(SB *, EFI_HANDLE);
-};
-
-static EFI_GUID Tcp4SbGuid = {0x00720665, 0x67eb, 0x4a99, {0xba, 0xf7, 0xd3, 0xc3, 0x3a, 0x1c, 0x7c, 0xc9}};
-static EFI_GUID Tcp4Guid = {0x65530bc7, 0xa359, 0x410f, {0xb0, 0x10, 0x5a, 0xad, 0xc7, 0xec, 0x2b, 0x62}};
-static EFI_GUID SerialGuid = {0xbb25cf6f, 0xf1d4, 0x11d2, {0x9a, 0x0c, 0x00, 0x90, 0x27, 0x3f, 0xc1, 0xfd}};
 
 typedef struct {
     IO_TOKEN tok;
@@ -81,8 +39,6 @@ typedef struct {
 
 typedef struct { EFI_HANDLE handle; TCP4 *p; CLOSE_TOKEN close; int closing; } CONN;
 
-static EFI_BOOT_SERVICES *BSp;
-static EFI_SERIAL_IO_PROTOCOL *Serial;
 static SB *TcpSb;
 static UINT64 TscPerSec = 1000000000;
 static IO Rx[MAX_RX], Tx[MAX_TX];
@@ -91,41 +47,7 @@ static TCP4_OPTION Option;
 static UINT16 Port;
 static UINT64 Failures;
 
-/* ---------------------------------------------------------------- output (as probe.c) */
-static char OutBuf[256];
-static int OutLen;
-
-static void out_flush(void)
-{
-    UINTN n;
-    char *p = OutBuf;
-    OutBuf[OutLen++] = '\r';
-    OutBuf[OutLen++] = '\n';
-    while (OutLen > 0) {
-        n = OutLen;
-        if (!Serial || uefi_call_wrapper(Serial->Write, 3, Serial, &n, p) != EFI_SUCCESS)
-            break;
-        p += n;
-        OutLen -= n;
-    }
-    OutLen = 0;
-}
-
-static void out_str(const char *s)
-{
-    while (*s && OutLen < (int)sizeof(OutBuf) - 3)
-        OutBuf[OutLen++] = *s++;
-}
-
-static void out_dec(UINT64 v)
-{
-    char tmp[24];
-    int i = 0;
-    do { tmp[i++] = (char)('0' + v % 10); v /= 10; } while (v);
-    while (i > 0 && OutLen < (int)sizeof(OutBuf) - 3)
-        OutBuf[OutLen++] = tmp[--i];
-}
-
+/* ---------------------------------------------------------------- output */
 static void note(const char *what, UINT64 value)
 {
     out_str("@@ ");
@@ -133,13 +55,6 @@ static void note(const char *what, UINT64 value)
     out_str(" ");
     out_dec(value);
     out_flush();
-}
-
-static inline UINT64 rdtsc(void)
-{
-    UINT32 lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((UINT64)hi << 32) | lo;
 }
 
 static void calibrate(void)
@@ -204,18 +119,6 @@ static CHAR8 *read_config(EFI_HANDLE image)
         return NULL;
     uefi_call_wrapper(file->Close, 1, file);
     return data;
-}
-
-static VOID *first_protocol(EFI_GUID *guid)
-{
-    EFI_HANDLE *handles = NULL;
-    UINTN count = 0;
-    VOID *iface = NULL;
-    if (LibLocateHandle(ByProtocol, guid, NULL, &count, &handles) != EFI_SUCCESS || count == 0)
-        return NULL;
-    uefi_call_wrapper(BSp->HandleProtocol, 3, handles[0], guid, &iface);
-    FreePool(handles);
-    return iface;
 }
 
 /* ---------------------------------------------------------------- TCP4 helpers */

@@ -12,66 +12,12 @@
  * prints "@@ end" and shuts the machine down so QEMU exits.
  */
 
-#include <efi.h>
-#include <efilib.h>
+#include "efiutil.h"
 
 #define MAX_CHILDREN 16
 #define MAX_TOKENS 64
 #define MAX_WORDS 16
 #define RX_MAX 65536
-
-typedef struct { UINT8 Addr[4]; } IP4;
-
-typedef struct {
-    BOOLEAN UseDefaultAddress;
-    IP4 StationAddress;
-    IP4 SubnetMask;
-    UINT16 StationPort;
-    IP4 RemoteAddress;
-    UINT16 RemotePort;
-    BOOLEAN ActiveFlag;
-} TCP4_ACCESS_POINT;
-
-typedef struct {
-    UINT32 ReceiveBufferSize, SendBufferSize, MaxSynBackLog, ConnectionTimeout, DataRetries;
-    UINT32 FinTimeout, TimeWaitTimeout, KeepAliveProbes, KeepAliveTime, KeepAliveInterval;
-    BOOLEAN EnableNagle, EnableTimeStamp, EnableWindowScaling, EnableSelectiveAck, EnablePathMtuDiscovery;
-} TCP4_OPTION;
-
-typedef struct {
-    UINT8 TypeOfService;
-    UINT8 TimeToLive;
-    TCP4_ACCESS_POINT AccessPoint;
-    TCP4_OPTION *ControlOption;
-} TCP4_CONFIG_DATA;
-
-typedef struct { EFI_EVENT Event; EFI_STATUS Status; } COMPLETION_TOKEN;
-typedef struct { COMPLETION_TOKEN CompletionToken; EFI_HANDLE NewChildHandle; } LISTEN_TOKEN;
-typedef struct { UINT32 FragmentLength; VOID *FragmentBuffer; } FRAGMENT_DATA;
-typedef struct {
-    BOOLEAN UrgentFlag; UINT32 DataLength; UINT32 FragmentCount; FRAGMENT_DATA FragmentTable[1];
-} RECEIVE_DATA;
-typedef struct {
-    BOOLEAN Push; BOOLEAN Urgent; UINT32 DataLength; UINT32 FragmentCount; FRAGMENT_DATA FragmentTable[1];
-} TRANSMIT_DATA;
-typedef struct { COMPLETION_TOKEN CompletionToken; VOID *Packet; } IO_TOKEN;
-typedef struct { COMPLETION_TOKEN CompletionToken; BOOLEAN AbortOnClose; } CLOSE_TOKEN;
-
-#define API __attribute__((ms_abi))
-
-typedef struct TCP4 TCP4;
-struct TCP4 {
-    EFI_STATUS (API *GetModeData)(TCP4 *, UINT32 *, TCP4_CONFIG_DATA *, VOID *, VOID *, VOID *);
-    EFI_STATUS (API *Configure)(TCP4 *, TCP4_CONFIG_DATA *);
-    EFI_STATUS (API *Routes)(TCP4 *, BOOLEAN, IP4 *, IP4 *, IP4 *);
-    EFI_STATUS (API *Connect)(TCP4 *, COMPLETION_TOKEN *);
-    EFI_STATUS (API *Accept)(TCP4 *, LISTEN_TOKEN *);
-    EFI_STATUS (API *Transmit)(TCP4 *, IO_TOKEN *);
-    EFI_STATUS (API *Receive)(TCP4 *, IO_TOKEN *);
-    EFI_STATUS (API *Close)(TCP4 *, CLOSE_TOKEN *);
-    EFI_STATUS (API *Cancel)(TCP4 *, COMPLETION_TOKEN *);
-    EFI_STATUS (API *Poll)(TCP4 *);
-};
 
 typedef struct {
     BOOLEAN AcceptBroadcast, AcceptPromiscuous, AcceptAnyPort, AllowDuplicatePort;
@@ -109,12 +55,6 @@ struct UDP4 {
     EFI_STATUS (API *Poll)(UDP4 *);
 };
 
-typedef struct SB SB;
-struct SB {
-    EFI_STATUS (API *CreateChild)(SB *, EFI_HANDLE *);
-    EFI_STATUS (API *DestroyChild)(SB *, EFI_HANDLE);
-};
-
 typedef struct CFG2 CFG2;
 struct CFG2 {
     EFI_STATUS (API *SetData)(CFG2 *, UINT32, UINTN, VOID *);
@@ -134,12 +74,9 @@ typedef struct {
     VOID *RouteTable;
 } INTERFACE_INFO;
 
-static EFI_GUID Tcp4SbGuid = {0x00720665, 0x67eb, 0x4a99, {0xba, 0xf7, 0xd3, 0xc3, 0x3a, 0x1c, 0x7c, 0xc9}};
-static EFI_GUID Tcp4Guid = {0x65530bc7, 0xa359, 0x410f, {0xb0, 0x10, 0x5a, 0xad, 0xc7, 0xec, 0x2b, 0x62}};
 static EFI_GUID Cfg2Guid = {0x5b446ed1, 0xe30b, 0x4faa, {0x87, 0x1a, 0x36, 0x54, 0xec, 0xa3, 0x60, 0x80}};
 static EFI_GUID Udp4SbGuid = {0x83f01464, 0x99bd, 0x45e5, {0xb3, 0x83, 0xaf, 0x63, 0x05, 0xd8, 0xe9, 0xe6}};
 static EFI_GUID Udp4Guid = {0x3ad9df29, 0x4501, 0x478d, {0xb1, 0xf8, 0x7f, 0x7f, 0xe7, 0x0e, 0x50, 0xf3}};
-static EFI_GUID SerialGuid = {0xbb25cf6f, 0xf1d4, 0x11d2, {0x9a, 0x0c, 0x00, 0x90, 0x27, 0x3f, 0xc1, 0xfd}};
 
 enum { K_CONNECT, K_LISTEN, K_RX, K_TX, K_CLOSE, K_URX, K_UTX };
 
@@ -167,8 +104,6 @@ typedef struct {
     UINT32 buflen;
 } TOKEN;
 
-static EFI_BOOT_SERVICES *BSp;
-static EFI_SERIAL_IO_PROTOCOL *Serial;
 static SB *TcpSb;
 static SB *UdpSb;
 static CFG2 *Cfg2;
@@ -178,49 +113,6 @@ static UINT64 TscPerMs = 1000000;
 static int LineNo;
 
 /* ---------------------------------------------------------------- output */
-
-static char OutBuf[512];
-static int OutLen;
-
-static void out_flush(void)
-{
-    UINTN n;
-    char *p = OutBuf;
-    OutBuf[OutLen++] = '\r';
-    OutBuf[OutLen++] = '\n';
-    while (OutLen > 0) {
-        n = OutLen;
-        if (Serial) {
-            if (uefi_call_wrapper(Serial->Write, 3, Serial, &n, p) != EFI_SUCCESS)
-                break;
-        } else {
-            CHAR16 wide[2] = {0, 0};
-            UINTN i;
-            for (i = 0; i < n; i++) {
-                wide[0] = (CHAR16)(unsigned char)p[i];
-                uefi_call_wrapper(ST->ConOut->OutputString, 2, ST->ConOut, wide);
-            }
-        }
-        p += n;
-        OutLen -= n;
-    }
-    OutLen = 0;
-}
-
-static void out_str(const char *s)
-{
-    while (*s && OutLen < (int)sizeof(OutBuf) - 3)
-        OutBuf[OutLen++] = *s++;
-}
-
-static void out_dec(UINT64 v)
-{
-    char tmp[24];
-    int i = 0;
-    do { tmp[i++] = (char)('0' + v % 10); v /= 10; } while (v);
-    while (i > 0 && OutLen < (int)sizeof(OutBuf) - 3)
-        OutBuf[OutLen++] = tmp[--i];
-}
 
 static void out_hex8(UINT8 v)
 {
@@ -303,13 +195,6 @@ static void out_note(const char *text)
 }
 
 /* ---------------------------------------------------------------- time */
-
-static inline UINT64 rdtsc(void)
-{
-    UINT32 lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((UINT64)hi << 32) | lo;
-}
 
 static void calibrate(void)
 {
@@ -799,44 +684,40 @@ static void op_cancel(int argc, char **argv)
     sweep(1);
 }
 
-static void op_child(char *name)
+/* CreateChild on `sb`, then the child's `guid` interface into a free slot named `name` (a UDP4
+ * child when `udp`), traced as `verb`; `missing` is the status traced without a free slot or
+ * without the service binding. */
+static void add_child(char *name, const char *verb, SB *sb, EFI_GUID *guid, EFI_STATUS missing, int udp)
 {
     int c = new_child_slot();
     EFI_STATUS s;
     EFI_HANDLE h = NULL;
-    if (c < 0 || !TcpSb) { out_op("child", EFI_OUT_OF_RESOURCES); out_flush(); return; }
-    s = uefi_call_wrapper(TcpSb->CreateChild, 2, TcpSb, &h);
+    VOID *iface = NULL;
+    if (c < 0 || !sb) { out_op(verb, missing); out_flush(); return; }
+    s = uefi_call_wrapper(sb->CreateChild, 2, sb, &h);
     if (s == EFI_SUCCESS)
-        s = uefi_call_wrapper(BSp->HandleProtocol, 3, h, &Tcp4Guid, (VOID **)&Children[c].proto);
-    out_op("child", s);
+        s = uefi_call_wrapper(BSp->HandleProtocol, 3, h, guid, &iface);
+    out_op(verb, s);
     out_flush();
     if (s == EFI_SUCCESS) {
         copy_name(Children[c].name, name);
         Children[c].handle = h;
-        Children[c].uproto = NULL;
+        Children[c].proto = udp ? NULL : (TCP4 *)iface;
+        Children[c].uproto = udp ? (UDP4 *)iface : NULL;
         Children[c].live = 1;
     }
+}
+
+static void op_child(char *name)
+{
+    add_child(name, "child", TcpSb, &Tcp4Guid, EFI_OUT_OF_RESOURCES, 0);
 }
 
 /* ---------------------------------------------------------------- UDP4 */
 
 static void op_udp_child(char *name)
 {
-    int c = new_child_slot();
-    EFI_STATUS s;
-    EFI_HANDLE h = NULL;
-    if (c < 0 || !UdpSb) { out_op("udp-child", EFI_UNSUPPORTED); out_flush(); return; }
-    s = uefi_call_wrapper(UdpSb->CreateChild, 2, UdpSb, &h);
-    if (s == EFI_SUCCESS)
-        s = uefi_call_wrapper(BSp->HandleProtocol, 3, h, &Udp4Guid, (VOID **)&Children[c].uproto);
-    out_op("udp-child", s);
-    out_flush();
-    if (s == EFI_SUCCESS) {
-        copy_name(Children[c].name, name);
-        Children[c].handle = h;
-        Children[c].proto = NULL;
-        Children[c].live = 1;
-    }
+    add_child(name, "udp-child", UdpSb, &Udp4Guid, EFI_UNSUPPORTED, 1);
 }
 
 static int find_udp(const char *name)
@@ -1437,18 +1318,6 @@ static CHAR8 *read_scenarios(EFI_HANDLE image, UINTN *len)
     uefi_call_wrapper(file->Close, 1, file);
     *len = size;
     return data;
-}
-
-static VOID *first_protocol(EFI_GUID *guid)
-{
-    EFI_HANDLE *handles = NULL;
-    UINTN count = 0;
-    VOID *iface = NULL;
-    if (LibLocateHandle(ByProtocol, guid, NULL, &count, &handles) != EFI_SUCCESS || count == 0)
-        return NULL;
-    uefi_call_wrapper(BSp->HandleProtocol, 3, handles[0], guid, &iface);
-    FreePool(handles);
-    return iface;
 }
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)

@@ -43,7 +43,7 @@ from ctypes import POINTER, c_void_p
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.firmware import FIRMWARE, _now, efiapi
+from efisim.firmware import FIRMWARE, _now, efiapi, pointer_address
 from efisim.nic import IPV4
 from efisim.service_binding import ServiceBinding
 
@@ -61,14 +61,6 @@ RCODE_NAME_ERROR = 3
 
 _H2A_SIZE = ctypes.sizeof(efidefs.DNS_HOST_TO_ADDR_DATA)
 _RR_SIZE = ctypes.sizeof(efidefs.DNS_RESOURCE_RECORD)
-
-
-def _address(pointer):
-    if pointer is None:
-        return 0
-    if isinstance(pointer, int) or type(pointer).__name__ == "long":
-        return int(pointer)
-    return ctypes.cast(pointer, c_void_p).value or 0
 
 
 def _ip(address_struct):
@@ -265,7 +257,7 @@ class Dns4Driver(ServiceBinding):
     # ------------------------------------------------------------------ entry points
     def _call(self, this, body, args):
         with FIRMWARE.lock:
-            child = self._by_interface.get(_address(this))
+            child = self._by_interface.get(pointer_address(this))
             if child is None:
                 return S.EFI_INVALID_PARAMETER
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
@@ -294,7 +286,7 @@ class Dns4Driver(ServiceBinding):
         # Not through _call: the blocking waits below run with the TPL restored, as EDK2's
         # Configure restores it around its DHCP exchange.
         with FIRMWARE.lock:
-            child = self._by_interface.get(_address(this))
+            child = self._by_interface.get(pointer_address(this))
             if child is None:
                 return S.EFI_INVALID_PARAMETER
             return self.configure(child, config)
@@ -317,7 +309,7 @@ class Dns4Driver(ServiceBinding):
         if not entry.HostName or not entry.IpAddress or entry.Timeout == 0:
             return S.EFI_INVALID_PARAMETER
         with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
-            name = read_char16(_address(entry.HostName))
+            name = read_char16(pointer_address(entry.HostName))
             return self.update_cache(bool(delete), bool(override), name, self.family.text(entry.IpAddress.contents),
                                      entry.Timeout)
 
@@ -333,7 +325,7 @@ class Dns4Driver(ServiceBinding):
     def configure(self, child, config):
         if config:
             cfg = config.contents
-            count, servers = cfg.DnsServerListCount, _address(cfg.DnsServerList)
+            count, servers = cfg.DnsServerListCount, pointer_address(cfg.DnsServerList)
             if bool(count) != bool(servers):
                 return S.EFI_INVALID_PARAMETER
             if cfg.Protocol != DNS_PROTOCOL_UDP:
@@ -510,7 +502,7 @@ class Dns4Driver(ServiceBinding):
         ident = self.random.randrange(1 << 16)
         header = struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 0)  # RD set, as EDK2 asks
         packet = header + qname + struct.pack("!HH", qtype, qclass)
-        query = _Query(_address(token_pointer), packet, ident, qtype, qclass, token.RetryInterval,
+        query = _Query(pointer_address(token_pointer), packet, ident, qtype, qclass, token.RetryInterval,
                        host_name, general)
         child.queries.append(query)
         self.send(child, query)
@@ -545,7 +537,7 @@ class Dns4Driver(ServiceBinding):
         status = self.prepare_token(child, token_pointer)
         if status != S.EFI_SUCCESS:
             return status
-        name = read_char16(_address(host_name))
+        name = read_char16(pointer_address(host_name))
         if child.config.EnableDnsCache:
             hits = self.cached(name)
             if hits:
@@ -557,7 +549,7 @@ class Dns4Driver(ServiceBinding):
                     FIRMWARE.signal(token.Event)
                 return S.EFI_SUCCESS
         return self.start(child, token_pointer, encode_qname(name), self.QTYPE_ADDRESS, DNS_CLASS_INET,
-                          host_name=_address(host_name))
+                          host_name=pointer_address(host_name))
 
     def general_lookup(self, child, qname, qtype, qclass, token_pointer):
         if not qname or not token_pointer:
@@ -565,7 +557,7 @@ class Dns4Driver(ServiceBinding):
         status = self.prepare_token(child, token_pointer)
         if status != S.EFI_SUCCESS:
             return status
-        text = qname if isinstance(qname, bytes) else ctypes.string_at(_address(qname))
+        text = qname if isinstance(qname, bytes) else ctypes.string_at(pointer_address(qname))
         return self.start(child, token_pointer, encode_qname(text.decode("ascii", "replace")), qtype, qclass,
                           general=True)
 
@@ -684,7 +676,7 @@ class Dns4Driver(ServiceBinding):
     def cancel(self, child, token_pointer):
         if not child.configured:
             return S.EFI_NOT_STARTED
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         matching = [q for q in child.queries if token in (0, q.token)]
         if token and not matching:
             return S.EFI_NOT_FOUND

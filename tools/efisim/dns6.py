@@ -21,7 +21,8 @@ from __future__ import print_function
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.dns4 import DNS_PROTOCOL_UDP, DNS_TIME_TO_GETMAP, Dns4Driver, _address
+from efisim.dns4 import DNS_PROTOCOL_UDP, DNS_TIME_TO_GETMAP, Dns4Driver
+from efisim.firmware import pointer_address
 from efisim.firmware import FIRMWARE, _now
 from efisim.nic import IPV6
 from efisim.tcp6 import valid_unicast
@@ -46,7 +47,7 @@ class Dns6Driver(Dns4Driver):
     def configure(self, child, config):
         if config:
             cfg = config.contents
-            count, servers = cfg.DnsServerCount, _address(cfg.DnsServerList)
+            count, servers = cfg.DnsServerCount, pointer_address(cfg.DnsServerList)
             if bool(count) != bool(servers):
                 return S.EFI_INVALID_PARAMETER
             if cfg.Protocol != DNS_PROTOCOL_UDP:

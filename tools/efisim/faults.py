@@ -75,6 +75,7 @@ from __future__ import print_function
 import random
 
 from efisim import uefi
+from efisim.firmware import FIRMWARE, _now
 
 # name -> converter; a name converted by ``bool`` needs no "=value"
 _KINDS = {
@@ -322,3 +323,41 @@ class HeldCompletions(object):
 
     def clear(self):
         self._held = []
+
+
+class CompletingDriver(object):
+    """How a protocol driver completes its tokens: write Status, signal Event -- or, under the
+    completion faults (``delay``, ``reorder``, ``burst``), hold them in ``_delayed`` (a
+    HeldCompletions) until ``deliver_delayed`` finds them due.
+
+    For drivers whose tokens begin with EFI_..._COMPLETION_TOKEN (Event, Status): TCP4/6 and
+    UDP4/6. The driver sets ``COMPLETION_TOKEN``, ``machine`` and ``_delayed``; ``child.tokens``
+    lists each child's outstanding tokens.
+    """
+
+    @property
+    def faults(self):
+        return getattr(self.machine, "faults", None)
+
+    def complete(self, child, token, status):
+        """Write Status and signal the token's event (later, under the completion faults)."""
+        if token in child.tokens:
+            child.tokens.remove(token)
+        faults = self.faults
+        if faults is not None and faults.holds_completions():
+            self._delayed.hold(faults, child, token, status, _now())
+            return
+        self._signal(token, status)
+
+    @classmethod
+    def _signal(cls, token, status):
+        completion = cls.COMPLETION_TOKEN.from_address(token)
+        completion.Status = status
+        FIRMWARE.signal(completion.Event)
+
+    def deliver_delayed(self, child=None):
+        """Signal held completions that are due (all of ``child``'s, when it is torn down)."""
+        if not self._delayed:
+            return
+        for token, status in self._delayed.release(self.faults, _now(), owner=child):
+            self._signal(token, status)

@@ -72,6 +72,16 @@ class _Periodic(object):
         self.next = _now() + period
 
 
+def pointer_address(pointer):
+    """The address a pointer argument of an entry point points to (a ctypes pointer, or the
+    int a c_void_p argument arrives as); 0 for NULL."""
+    if pointer is None:
+        return 0
+    if isinstance(pointer, int) or type(pointer).__name__ == "long":
+        return int(pointer)
+    return ctypes.cast(pointer, c_void_p).value or 0
+
+
 def efiapi(status_on_crash=uefi.EFI_DEVICE_ERROR):
     """Wrap a firmware function so a Python exception becomes a recorded crash, not a return of 0.
 

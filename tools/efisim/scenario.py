@@ -207,15 +207,18 @@ class Interpreter(object):
             return None
         return self.children[name][1]
 
+    def _configure_null(self, proto, verb):
+        """Configure(NULL) on a TCP4 or UDP4 child, traced as ``verb``, then what it completed."""
+        with FIRMWARE.lock:
+            self.op(verb, proto.Configure(byref(proto), None))
+            self.sweep(True)
+
     def do_configure(self, words):
         proto = self._child(words[1])
         if proto is None:
             return
         if words[2] == "null":
-            with FIRMWARE.lock:
-                self.op("configure", proto.Configure(byref(proto), None))
-                self.sweep(True)
-            return
+            return self._configure_null(proto, "configure")
         cfg = efidefs.EFI_TCP4_CONFIG_DATA()
         cfg.TimeToLive = 64
         ap = cfg.AccessPoint
@@ -495,10 +498,7 @@ class Interpreter(object):
         if proto is None:
             return
         if words[2] == "null":
-            with FIRMWARE.lock:
-                self.op("udp-configure", proto.Configure(byref(proto), None))
-                self.sweep(True)
-            return
+            return self._configure_null(proto, "udp-configure")
         cfg = efidefs.EFI_UDP4_CONFIG_DATA()
         cfg.TimeToLive = 64
         cfg.UseDefaultAddress = True

@@ -19,12 +19,12 @@ import ctypes
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.firmware import FIRMWARE, TICK, efiapi
+from efisim.firmware import FIRMWARE, TICK, efiapi, pointer_address
 from efisim.nic import int_to_ip, ip_to_int
 from efisim.service_binding import ServiceBinding
 from efisim.tcp4_tcb import (CONNECTED, CONNECTING, DEFAULT_OPTIONS, OPTION_RANGES, TCP_PORT_KNOWN, TCP_TICK,
                              _ZERO_ACCEPTED, addressed_to_self, configured_options, Closed, Listen, Tcp4Child,
-                             Tcp4Stack, _address, _close_host)
+                             Tcp4Stack, _close_host)
 
 MAX_PACKET_SIZE = 1480  # IP4 MaxPacketSize reported for a 1500-byte MTU
 EFI_SIMPLE_NETWORK_INITIALIZED = 2
@@ -177,7 +177,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
     # ------------------------------------------------------------------ EFI entry points
     def _call(self, this, body, args, locked):
         with FIRMWARE.lock:
-            child = self._by_interface.get(_address(this))
+            child = self._by_interface.get(pointer_address(this))
             if child is None:
                 return S.EFI_INVALID_PARAMETER
             if locked and FIRMWARE.tpl >= uefi.TPL_CALLBACK:
@@ -240,7 +240,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
                 return S.EFI_NOT_STARTED
             data = config.contents
             self.fill_config(child, data)
-            option = _address(data.ControlOption)
+            option = pointer_address(data.ControlOption)
             if option == GARBAGE_POINTER:
                 FIRMWARE.record_crash("%s GetModeData: ConfigData.ControlOption is uninitialised pool "
                                       "(0x%x); EDK2 writes through it (facts 3.3)" % (self.LEDGER_PREFIX.upper(),
@@ -365,7 +365,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
 
     def control_option(self, data):
         """ConfigData.ControlOption: (status, EFI_TCPx_OPTION or None); the same checks for TCP4 and TCP6."""
-        if _address(data.ControlOption) == GARBAGE_POINTER:
+        if pointer_address(data.ControlOption) == GARBAGE_POINTER:
             FIRMWARE.record_crash("%s Configure: ConfigData.ControlOption is uninitialised pool"
                                   % self.LEDGER_PREFIX.upper())
             return S.EFI_DEVICE_ERROR, None
@@ -457,7 +457,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         return S.EFI_SUCCESS
 
     def connect(self, child, token_pointer):
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         if not token or not token_pointer.contents.CompletionToken.Event:
             return S.EFI_INVALID_PARAMETER
         status = self.check_token(child, token, lambda: child.state == Closed and child.active)
@@ -473,7 +473,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         return S.EFI_SUCCESS
 
     def accept(self, child, token_pointer):
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         if not token or not token_pointer.contents.CompletionToken.Event:
             return S.EFI_INVALID_PARAMETER
         status = self.check_token(child, token, lambda: child.state == Listen)
@@ -488,11 +488,11 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
     # ------------------------------------------------------------------ Transmit / Receive
     def io_checks(self, child, token_pointer, rx):
         """Parameter checks shared by Transmit and Receive; (status, fragments)."""
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         if not token:
             return S.EFI_INVALID_PARAMETER, None
         io = token_pointer.contents
-        data_address = _address(io.Packet.RxData if rx else io.Packet.TxData)
+        data_address = pointer_address(io.Packet.RxData if rx else io.Packet.TxData)
         if not io.CompletionToken.Event or not data_address:
             return S.EFI_INVALID_PARAMETER, None
         data = (efidefs.EFI_TCP4_RECEIVE_DATA if rx else efidefs.EFI_TCP4_TRANSMIT_DATA).from_address(data_address)
@@ -512,7 +512,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         status, fragments = self.io_checks(child, token_pointer, rx=False)
         if status != S.EFI_SUCCESS:
             return status
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         status = self.check_token(child, token, lambda: self.may_io(child))
         if status != S.EFI_SUCCESS:
             return status
@@ -530,7 +530,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         status, _ = self.io_checks(child, token_pointer, rx=True)
         if status != S.EFI_SUCCESS:
             return status
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         status = self.check_token(child, token, lambda: self.may_io(child))
         if status != S.EFI_SUCCESS:
             return status
@@ -551,7 +551,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
 
     # ------------------------------------------------------------------ Close / Cancel / Poll
     def close(self, child, token_pointer):
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         if not token or not token_pointer.contents.CompletionToken.Event:
             return S.EFI_INVALID_PARAMETER
         status = self.check_token(child, token, lambda: not child.close_token)  # one Close at a time
@@ -566,7 +566,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             return S.EFI_UNSUPPORTED
         if not child.configured and not child.no_mapping:
             return S.EFI_NOT_STARTED
-        token = _address(token_pointer)
+        token = pointer_address(token_pointer)
         found = self.cancel_tokens(child, token)
         if token and not found:
             return S.EFI_NOT_FOUND  # close tokens are never found

@@ -50,12 +50,11 @@ import errno
 import random
 from efisim.nic import _host_socket  # the OS socket: once bitsnet is installed, `import socket` is bitsnet
 import struct
-from ctypes import c_void_p
 
 from bitsnet import efidefs
 from efisim import uefi
-from efisim.faults import HeldCompletions
-from efisim.firmware import FIRMWARE, _now
+from efisim.faults import CompletingDriver, HeldCompletions
+from efisim.firmware import FIRMWARE, pointer_address
 from efisim.nic import IPV4, host_socket
 
 TCP_TICK = 0.2  # TCP_TICK_HZ = 5: every TCP timer is quantised to 200 ms (facts 3.4)
@@ -136,18 +135,8 @@ def configured_options(child, values):
 S = uefi  # status codes
 
 
-def _address(pointer):
-    """The address a ctypes pointer argument (or c_void_p int) points to; 0 for NULL."""
-    if pointer is None:
-        return 0
-    if isinstance(pointer, int) or type(pointer).__name__ == "long":
-        return int(pointer)
-    return ctypes.cast(pointer, c_void_p).value or 0
-
-
 def _errno(exc):
     return getattr(exc, "errno", None) or (exc.args[0] if exc.args else None)
-
 
 
 def _loopback(address):
@@ -353,8 +342,7 @@ class Tcp4Child(object):
         return driver.read_frame(self)
 
 
-
-class Tcp4Stack(object):
+class Tcp4Stack(CompletingDriver):
     """The TCBs of one TcpDxe instance and everything that moves them between states.
 
     The driver (tcp4.Tcp4Driver) subclasses this and supplies the protocol-database side:
@@ -366,6 +354,7 @@ class Tcp4Stack(object):
     # (facts 3.6), which "forget" reproduces. "rst" would reset the host peer at once.
     DESTROY_HOST = "forget"
     family = IPV4  # nic.IPV6 in tcp6.Tcp6Driver
+    COMPLETION_TOKEN = efidefs.EFI_TCP4_COMPLETION_TOKEN  # its layout is TCP6's too
 
     def __init__(self, machine):
         self.machine = machine
@@ -379,10 +368,6 @@ class Tcp4Stack(object):
         # EDK2 TcpDriverEntryPoint: mTcp4RandomPort = TCP_PORT_KNOWN + NET_RANDOM (seed) % TCP_PORT_KNOWN
         # (getrandbits: the same port for a seed on Python 2.7 and 3)
         self.next_port = TCP_PORT_KNOWN + random.Random(machine.config.seed).getrandbits(16) % TCP_PORT_KNOWN
-
-    @property
-    def faults(self):
-        return getattr(self.machine, "faults", None)
 
     def reset_connection(self, port=None):
         """Fault helper: the peer resets every connection (or those with local/remote ``port``)."""
@@ -398,29 +383,6 @@ class Tcp4Stack(object):
         return count
 
     # ------------------------------------------------------------------ token completion
-    def complete(self, child, token, status):
-        """Write Status and signal the token's event (later, under the completion faults)."""
-        if token in child.tokens:
-            child.tokens.remove(token)
-        faults = self.faults
-        if faults is not None and faults.holds_completions():
-            self._delayed.hold(faults, child, token, status, _now())
-            return
-        self._signal(token, status)
-
-    @staticmethod
-    def _signal(token, status):
-        completion = efidefs.EFI_TCP4_COMPLETION_TOKEN.from_address(token)
-        completion.Status = status
-        FIRMWARE.signal(completion.Event)
-
-    def deliver_delayed(self, child=None):
-        """Signal held completions that are due (all of ``child``'s, when it is torn down)."""
-        if not self._delayed:
-            return
-        for token, status in self._delayed.release(self.faults, _now(), owner=child):
-            self._signal(token, status)
-
     def flush(self, child, status, close_status=S.EFI_SUCCESS):
         """Complete every pending token: the close token first with ``close_status``, then the
         others with ``status`` (EDK2 SockConnFlush order, facts 3.3 Close)."""
@@ -687,7 +649,7 @@ class Tcp4Stack(object):
     def copy_out(self, child, token):
         """Copy min(buffered, DataLength) bytes into the token's fragments and complete it."""
         io = efidefs.EFI_TCP4_IO_TOKEN.from_address(token)
-        rx_address = _address(io.Packet.RxData)
+        rx_address = pointer_address(io.Packet.RxData)
         rx = efidefs.EFI_TCP4_RECEIVE_DATA.from_address(rx_address)
         table = efidefs.fragment_table(rx_address + efidefs.EFI_TCP4_RECEIVE_DATA.FragmentTable.offset,
                                        rx.FragmentCount)

@@ -34,11 +34,11 @@ from __future__ import absolute_import
 import ctypes
 import ssl as _hostssl
 import struct
-from ctypes import POINTER, c_void_p
+from ctypes import POINTER
 
 from bitsnet import efidefs_tls as T
 from efisim import tls_engine, uefi
-from efisim.firmware import FIRMWARE, efiapi
+from efisim.firmware import FIRMWARE, efiapi, pointer_address
 
 S = uefi
 PROFILES = ("edk2", "edk2-2019")  # edk2-2019: TlsDxe before EfiTlsVerifyHost (CVE-2019-14553 fix)
@@ -59,14 +59,6 @@ def _engine(child, cas):
     cls = tls_engine.Engine if tls_engine.available() else tls_engine.RemoteEngine
     return cls(bool(child.verify & T.EFI_TLS_VERIFY_PEER), _VERSIONS.get(child.version), child.verify_host,
                list(cas))
-
-
-def _address(pointer):
-    if pointer is None:
-        return 0
-    if isinstance(pointer, int) or type(pointer).__name__ == "long":
-        return int(pointer)
-    return ctypes.cast(pointer, c_void_p).value or 0
 
 
 class TlsChild(object):
@@ -170,7 +162,7 @@ class TlsDriver(object):
 
     def _call(self, table, this, body, args):
         with FIRMWARE.lock:
-            child = table.get(_address(this))
+            child = table.get(pointer_address(this))
             if child is None:
                 return S.EFI_INVALID_PARAMETER
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
@@ -287,7 +279,7 @@ class TlsDriver(object):
                 or (not buffer and size_pointer[0]):
             return S.EFI_INVALID_PARAMETER
         return self._call(self._by_tls, this, self.build_response,
-                          (_address(request), request_size, _address(buffer), size_pointer))
+                          (pointer_address(request), request_size, pointer_address(buffer), size_pointer))
 
     def build_response(self, child, request, request_size, buffer, size_pointer):
         data = ctypes.string_at(request, request_size) if request else None

@@ -26,7 +26,8 @@ from bitsnet import efidefs
 from efisim import uefi
 from efisim.nic import IPV6
 from efisim.tcp6 import fill_ip6_mode, valid_unicast
-from efisim.udp4 import Udp4Driver, _address, _Transmit
+from efisim.firmware import pointer_address
+from efisim.udp4 import Udp4Driver, _Transmit
 
 S = uefi  # status codes
 
@@ -122,7 +123,7 @@ class Udp6Driver(Udp4Driver):
         """Udp6ValidateTxToken: (status, _Transmit or None)."""
         if not completion.Event or not completion.Packet.TxData:
             return S.EFI_INVALID_PARAMETER, None
-        tx_address = _address(completion.Packet.TxData)
+        tx_address = pointer_address(completion.Packet.TxData)
         head = efidefs.EFI_UDP6_TRANSMIT_DATA.from_address(tx_address)
         if head.FragmentCount == 0:
             return S.EFI_INVALID_PARAMETER, None
