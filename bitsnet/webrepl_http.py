@@ -9,6 +9,8 @@ bytes is ``bitsnet.webrepl.ReplServer``. It imports nothing BITS lacks.
 
 from __future__ import absolute_import
 
+from bitsnet import inet
+
 
 class BadRequest(Exception):
     """A request refused before it reaches the application: (status, reason)."""
@@ -134,5 +136,4 @@ def host_allowed(host, extra=()):
     name = name.lower().rstrip(".")
     if name == "localhost" or name in extra:
         return True
-    parts = name.split(".")
-    return len(parts) == 4 and all(p.isdigit() and len(p) <= 3 and int(p) < 256 for p in parts)
+    return inet.parse_ipv4(name, strict=True) is not None  # a dotted quad, as browsers send it
