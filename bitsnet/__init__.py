@@ -106,9 +106,9 @@ def install():
     if sys.modules.get("_socket") is bitsnet_socket and sys.modules.get("select") is bitsnet_select:
         return
     # The C _ssl module, on first import, reads the C _socket's CAPI capsule, which bitsnet's
-    # _socket cannot have (and TLS cannot run over a Python socket anyway, stdlib-surface.md
-    # 0.5). Load it now against the real _socket if there is one (a host; BITS has no _ssl),
-    # so that socket.py's "import _ssl" finds it ready; otherwise make it a clean ImportError.
+    # _socket cannot have (and TLS cannot run over a Python socket anyway). Load it now against the real _socket if
+    # there is one (a host; BITS has no _ssl), so that socket.py's "import _ssl" finds it ready; otherwise make it a
+    # clean ImportError.
     if "_ssl" not in sys.modules:
         if getattr(sys.modules.get("_socket"), "CAPI", None) is not None:
             try:

@@ -36,7 +36,7 @@ Here, in file order:
 Waiting. Every endpoint method is a non-blocking primitive (``bitsnet/tcp.py``); a blocking
 call here is "try; if it would block, ``events.wait_until(ready, deadline, poll=ep.progress)``;
 try again". The deadline is our own monotonic timer, so ``settimeout`` works whatever timeouts
-the firmware has (EDK2 cannot time a connect out in less than 60 s, facts 3.9). Nothing drives
+the firmware has (EDK2 cannot time a connect out in less than 60 s, docs/edk2.md section 3.9). Nothing drives
 the firmware between a program's calls, so a non-blocking call Polls once (``_progress``) before
 it answers EAGAIN or EINPROGRESS. The call's deadline also reaches the waits below the socket --
 DHCP, SLAAC, EFI_NO_MAPPING retries -- through ``events.caller_deadline`` (``_with_deadline``);
@@ -45,7 +45,7 @@ a non-blocking connect whose address is still coming answers EINPROGRESS and con
 is inside gets a RuntimeError (``_enter``).
 
 Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
-data is dropped. EFI TCP4 has only a full close (facts 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``
+data is dropped. EFI TCP4 has only a full close (docs/edk2.md section 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``
 both start the graceful close (our FIN): data that had already arrived can still be read, then
 ``recv`` returns ``b''``; whatever the peer sends after our FIN is not delivered.
 
@@ -138,7 +138,7 @@ _UNCOPIED_RECV_MAX = 1 << 24
 
 def _with_deadline(deadline, function, *args):
     """``function(*args)`` with ``deadline`` reaching the waits below the socket (address
-    bring-up, EFI_NO_MAPPING retries: ``events.caller_deadline``, issue 20 item 4)."""
+    bring-up, EFI_NO_MAPPING retries: ``events.caller_deadline``, docs/architecture.md section 6.4)."""
     held = _events.caller_deadline[0]
     _events.caller_deadline[0] = deadline
     try:
@@ -149,14 +149,14 @@ def _with_deadline(deadline, function, *args):
 
 def _progress(endpoint):
     """Let the stack move once (Poll, completions) before a non-blocking call or a readiness
-    query answers "not yet" (issue 20 item 1): nothing else drives the firmware between a
+    query answers "not yet" (docs/architecture.md section 6.1): nothing else drives the firmware between a
     program's calls, so without it a non-blocking loop would see EAGAIN for ever. One Poll:
     cheap, and only paid on the would-block path. Returns True."""
     endpoint.progress()
     return True
 
 
-# --- One thread at a time (issue 20) ------------------------------------------------------------
+# --- One thread at a time (docs/architecture.md section 7) ----------------------------------------
 # bitsnet is not thread-safe and need not be: firmware Python has no threads. On a host a second
 # thread entering while another is inside would corrupt the registries (events, endpoints), so it
 # is refused with a RuntimeError that names the rule. Cheap: one get_ident() per call. BITS has
@@ -301,7 +301,7 @@ def _new_endpoint(family, type, proto):
         if proto not in (0, IPPROTO_UDP):
             raise _error(_errno.EPROTONOSUPPORT)
         try:
-            from bitsnet import udp  # issue 5: UdpEndpoint plugs in here
+            from bitsnet import udp  # UdpEndpoint plugs in here
             endpoint_class = udp.UdpEndpoint
         except (ImportError, AttributeError):
             raise _error(_errno.EPROTONOSUPPORT, "UDP is not supported yet")
@@ -576,10 +576,10 @@ class socket(object):
         flowinfo[, scope_id]]); port 0 picks a free port. While the address is still coming
         (DHCP), a socket with a timeout waits at most that long (``timeout``); others wait for it."""
         endpoint = self._endpoint()
-        deadline = self._deadline() if self._timeout else None  # issue 20 item 4
+        deadline = self._deadline() if self._timeout else None  # docs/architecture.md section 6.4
         local = _sockaddr(self._family, address, "bind")
         _with_deadline(deadline, endpoint.bind, local)
-        # EDK2's TCP4 needs the station address for a "0.0.0.0" listener (bits-efi-api item 4),
+        # EDK2 quirk: TCP4 needs the station address for a "0.0.0.0" listener (docs/bits-efi.md section 4),
         # so the endpoint holds the real one; getsockname() reports the wildcard, as CPython.
         self._descriptor.wildcard = local[0] == _families.of(self._family).wildcard
 
@@ -638,7 +638,7 @@ class socket(object):
         descriptor = self._descriptor
         reported, descriptor.connect_pending = descriptor.connect_pending, False
         if endpoint.connecting and self._timeout == 0.0:
-            _progress(endpoint)  # issue 20 item 1: the handshake moves between calls too
+            _progress(endpoint)  # docs/architecture.md section 6.1: the handshake moves between calls too
         if endpoint.listening:
             return _error(_errno.EISCONN)
         if endpoint.connected:
@@ -659,7 +659,7 @@ class socket(object):
             except timeout as exc:
                 if self._timeout != 0.0 or exc.errno:  # (ETIMEDOUT is a TimeoutError on 3.x)
                     raise
-                # Issue 20 item 4: the address is still coming (DHCP, SLAAC): EINPROGRESS now,
+                # docs/architecture.md section 6.4: the address is still coming (DHCP, SLAAC): EINPROGRESS now,
                 # and the SYN goes out by later progress (connect_ex, select, SO_ERROR...).
                 endpoint.connect_later(remote)
                 descriptor.connect_pending = True
@@ -694,7 +694,7 @@ class socket(object):
             if self._timeout == 0.0:
                 if progressed:
                     raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # issue 20 item 1
+                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
                 continue
             self._wait(endpoint, endpoint.acceptable, deadline)
 
@@ -731,7 +731,7 @@ class socket(object):
         endpoint = self._endpoint()
         remote = endpoint.remote_address
         if remote is None and endpoint.connecting:
-            _progress(endpoint)  # issue 20 item 1: a non-blocking connect may have finished
+            _progress(endpoint)  # docs/architecture.md section 6.1: a non-blocking connect may have finished
             remote = endpoint.remote_address
         if remote is None:
             raise _error(_errno.ENOTCONN)
@@ -809,7 +809,7 @@ class socket(object):
         if fixed is not None:
             value = fixed
         elif (level, optname) == (SOL_SOCKET, SO_ERROR):
-            _progress(endpoint)  # issue 20 item 1: a connect or a send may have failed meanwhile
+            _progress(endpoint)  # docs/architecture.md section 6.1: a connect or a send may have failed meanwhile
             value = endpoint.take_error()
         elif (level, optname) == (SOL_SOCKET, SO_TYPE):
             value = self._type
@@ -929,7 +929,7 @@ class socket(object):
             if nonblocking:
                 if progressed:
                     raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # issue 20 item 1: let the stack move first
+                progressed = _progress(endpoint)  # docs/architecture.md section 6.1: let the stack move first
                 continue
             self._wait(endpoint, endpoint.can_recv, deadline)
 
@@ -954,13 +954,13 @@ class socket(object):
             if nonblocking:
                 if progressed:
                     raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # issue 20 item 1
+                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
                 continue
             self._wait(endpoint, endpoint.can_recv, deadline)
 
     def _recv_all(self, endpoint, buffer, nbytes, deadline):
         """MSG_WAITALL on a blocking socket: until ``nbytes``, EOF or an error. Bytes gathered
-        are never dropped (issue 20 item 2): an error after some data returns the data and
+        are never dropped (docs/architecture.md section 6.2): an error after some data returns the data and
         stays pending for the next call, as Linux's tcp_recvmsg does."""
         view = memoryview(buffer)
         got = 0
@@ -1014,7 +1014,7 @@ class socket(object):
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
                 if progressed:
                     raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # issue 20 item 1: completed Transmits free room
+                progressed = _progress(endpoint)  # docs/architecture.md section 6.1: completed Transmits free room
                 continue
             self._wait(endpoint, endpoint.can_send, deadline)
 
@@ -1026,14 +1026,14 @@ class socket(object):
                 n = _with_deadline(deadline, endpoint.sendto, data, address)
             except timeout as exc:
                 if not exc.errno and (self._timeout == 0.0 or flags & MSG_DONTWAIT):
-                    raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): issue 20 item 4
+                    raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): docs/architecture.md section 6.4
                 raise
             if n is not None:
                 return n
             if self._timeout == 0.0 or flags & MSG_DONTWAIT:
                 if progressed:
                     raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # issue 20 item 1
+                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
                 continue
             self._wait(endpoint, endpoint.can_send, deadline)
 

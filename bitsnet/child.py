@@ -20,7 +20,7 @@ import efi
 from bitsnet import clock, efidefs, errors, events, ipconfig, nic, stack
 from bitsnet.endpoint import Endpoint
 
-NO_MAPPING_WAIT = 5.0  # facts 3.7/8.1 #8: retry Configure this long while the address appears
+NO_MAPPING_WAIT = 5.0  # docs/edk2.md sections 3.7/8.1 #8: retry Configure this long while the address appears
 
 
 class EfiChild(Endpoint):
@@ -74,7 +74,7 @@ class EfiChild(Endpoint):
             self._closer.live.add(self)
 
     def _adopt_child(self, the_nic, handle):
-        """Take over a child EDK2 made for us (an accepted connection, facts 3.3 Accept)."""
+        """Take over a child EDK2 made for us (an accepted connection, docs/edk2.md section 3.3 Accept)."""
         sb, protocol = self._binding()
         self._nic, self._handle = the_nic, handle
         the_nic.adopt_child(sb, handle)
@@ -92,18 +92,18 @@ class EfiChild(Endpoint):
             status = self._call("Configure", ctypes.byref(config))
             if status != efi.EFI_NO_MAPPING or clock.monotonic() >= deadline:
                 return status
-            # facts 3.7 / 8.1 #8: the socket does not recover by itself; Configure again.
-            # TCP6 answers the same until an address is usable (DAD not finished, facts 3.7);
+            # EDK2 quirk (TcpDxe, docs/edk2.md sections 3.7, 8.1 #8): EFI_NO_MAPPING does not clear by itself; Configure
+            # again. TCP6 answers the same until an address is usable (DAD not finished, docs/edk2.md section 3.7);
             # UDP6 says EFI_NO_MAPPING until IP6 has a usable address.
             caller = events.caller_deadline[0]
             if caller is not None and clock.monotonic() >= caller:
-                raise errors.timeout("timed out")  # issue 20 item 4: the caller's deadline first
+                raise errors.timeout("timed out")  # docs/architecture.md section 6.4: the caller's deadline first
             events.boot_services().Stall(10000)
 
     def _add_routes(self, info, strict):
-        """bits-efi-api item 3 (old TcpDxe, old stacks): children do not use the IP4 routes; add
+        """EDK2 quirk (old Tcp4Dxe and Udp4Dxe, docs/bits-efi.md section 3): children do not use the IP4 routes; add
         them. EFI_ACCESS_DENIED means the route is already there. (TCP6/UDP6 have no Routes,
-        facts 3.2, 4.1.) ``strict``: any other refusal raises; else it leaves the default routes."""
+        docs/edk2.md sections 3.2, 4.1.) ``strict``: any other refusal raises; else it leaves the default routes."""
         for subnet, mask, gateway in info.routes if self._fam.has_routes else ():
             status = self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)),
                                 ctypes.byref(efidefs.ipv4(mask)), ctypes.byref(efidefs.ipv4(gateway)))

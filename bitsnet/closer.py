@@ -1,6 +1,6 @@
 """The background closer: endpoints the user closed whose EFI child is still finishing.
 
-``close()`` never blocks (DESIGN rule 5), so what a close still has to do -- a TCP graceful
+``close()`` never blocks (docs/architecture.md section 9), so what a close still has to do -- a TCP graceful
 close through FIN and TIME_WAIT, UDP Transmits still in flight -- finishes here, driven by
 ``stack.pump()`` on every round of every wait; the endpoint is then destroyed (DestroyChild)
 and dropped. One ``Closer`` per protocol (``stack.tcp_closer``, ``stack.udp_closer``) also
@@ -49,7 +49,7 @@ class Closer(object):
         Only the closing endpoints that had a completion (``wanted``), and all of them every
         ``sweep`` seconds for what no completion announces (the close deadline): a full reap() is
         O(closing endpoints), and the pump runs on every round of every wait -- with a thousand
-        connections in TIME_WAIT (2 s, facts 3.9), reaping all of them each time made the
+        connections in TIME_WAIT (2 s, docs/edk2.md section 3.9), reaping all of them each time made the
         connection rate fall with the number of connections closed in the last two seconds.
         (A sweep of 0 reaps all of them every time: UDP, whose closes are short.)
         """

@@ -6,14 +6,14 @@ resolver API (``resolve``, ``lookup``, ``reverse``, ``set_servers``, ``servers``
 the DNS4 path -- the own client over ``udp.UdpEndpoint`` -- the message codec (``build_query``,
 ``parse_response``).
 
-Resolution order for a name (issue 5): an IP literal; the hosts table; the answer cache;
-EFI_DNS4_PROTOCOL when the NIC has its service binding (facts 6.3: most firmware does not);
+Resolution order for a name (docs/architecture.md section 12): an IP literal; the hosts table; the answer cache;
+EFI_DNS4_PROTOCOL when the NIC has its service binding (docs/edk2.md section 6.3: most firmware does not);
 otherwise -- or when DNS4 timed out and more servers are known -- our own client. Reverse
-lookups (PTR) never use DNS4: EDK2's IpToHostName is not implemented (facts 6.2 / dns4 model).
+lookups (PTR) never use DNS4: EDK2's IpToHostName is not implemented (docs/edk2.md section 6.2 / dns4 model).
 
 DNS servers come from IP4 Config2 (DHCP option 6, or ``bitsnet.configure(dns=...)``), unless
 ``set_servers`` overrides them. EDK2's DnsDxe, given no server list, runs its own blocking DHCP
-inside Configure (facts 6.2), so the list is always passed explicitly, as EDK2's HttpDxe does.
+inside Configure (docs/edk2.md section 6.2), so the list is always passed explicitly, as EDK2's HttpDxe does.
 
 The own client: one A (or PTR) query per server in turn, ``ATTEMPTS`` rounds, ``TIMEOUT``
 seconds per try; an answer counts only if it comes from the server's port 53 with our ID and
@@ -58,7 +58,7 @@ H_MESSAGES = {HOST_NOT_FOUND: "Unknown host", TRY_AGAIN: "Host name lookup failu
 
 # --- resolver settings ----------------------------------------------------------------------------
 DNS_PORT = 53
-TIMEOUT = 2.0  # seconds per try; EDK2 forces its own RetryInterval to >= 2 s (facts 6.2)
+TIMEOUT = 2.0  # seconds per try; EDK2 forces its own RetryInterval to >= 2 s (docs/edk2.md section 6.2)
 ATTEMPTS = 2  # rounds over the server list (glibc: "attempts:2")
 # RFC 5452 / RFC 6056: each query from a random source port as well as a random id, so that an
 # off-path forger must guess 32 bits, not 16. EDK2 hands out ephemeral UDP ports in sequence.
@@ -209,8 +209,8 @@ def lookup(name, qtype=TYPE_A):
     TYPE_AAAA asks for IPv6 addresses instead (getaddrinfo with AF_INET6 / AF_UNSPEC).
 
     AAAA questions always go through bitsnet's own client, over UDP4 to the same servers:
-    EFI_DNS4's HostNameToIp asks only for A records (facts 6.2), and EFI_DNS6 would need IPv6
-    DNS servers, which IP6 Config rarely has where DHCPv6 is not run (facts 5.3, 6.2)."""
+    EFI_DNS4's HostNameToIp asks only for A records (docs/edk2.md section 6.2), and EFI_DNS6 would need IPv6
+    DNS servers, which IP6 Config rarely has where DHCPv6 is not run (docs/edk2.md sections 5.3, 6.2)."""
     literal = _ipv4_literal(name) if qtype == TYPE_A else inet.ipv6_literal(str(name))
     if literal is not None:
         return Answer(literal, [], [literal])
@@ -231,9 +231,9 @@ def lookup(name, qtype=TYPE_A):
         if addresses:
             return Answer(name, [], addresses)
         if status == efi.EFI_NOT_FOUND:
-            raise gaierror(EAI_NONAME)  # facts 6.2: NXDOMAIN, or no A record
+            raise gaierror(EAI_NONAME)  # docs/edk2.md section 6.2: NXDOMAIN, or no A record
         if status == efi.EFI_TIMEOUT:
-            rest = server_list[1:]  # facts 6.2: EDK2 asked only DnsServerList[0]; try the others
+            rest = server_list[1:]  # EDK2 quirk (docs/edk2.md section 6.2): only [0] was asked
             if not rest:
                 raise gaierror(EAI_AGAIN)
         # Anything else (DNS4 unusable, EFI_DEVICE_ERROR for SERVFAIL or a reply it could not
@@ -442,7 +442,7 @@ def _exchange(ep, query, server, ident, qname, qtype):
     return None
 
 
-# --- the firmware's DNS4 (facts 6) --------------------------------------------------------------
+# --- the firmware's DNS4 (docs/edk2.md section 6) ---------------------------------------------------
 def _dns4_available():
     try:
         return nic.default_nic().has_service(efidefs.EFI_DNS4_SERVICE_BINDING_PROTOCOL_GUID)
@@ -466,8 +466,8 @@ def _dns4_lookup(name, server_list):
         for i, server in enumerate(server_list):
             server_array[i] = efidefs.ipv4(server)
         config = efidefs.EFI_DNS4_CONFIG_DATA()
-        # facts 6.2: with DnsServerListCount 0 EDK2 runs its own blocking DHCP in Configure;
-        # give the list (only [0] is used), and the address explicitly (facts 3.7).
+        # EDK2 quirk (DnsDxe, docs/edk2.md section 6.2): with DnsServerListCount 0 it runs its own blocking DHCP in
+        # Configure; give the list (only [0] is used), and the address explicitly (docs/edk2.md section 3.7).
         config.DnsServerListCount = len(server_list)
         config.DnsServerList = ctypes.cast(server_array, ctypes.POINTER(efidefs.EFI_IPv4_ADDRESS))
         config.UseDefaultSetting = False
@@ -489,7 +489,7 @@ def _dns4_lookup(name, server_list):
                 break
         if status != efi.EFI_SUCCESS:
             return [], None
-        host_name = (efi.UINT16 * (len(name) + 1))(*([ord(c) for c in name] + [0]))  # CHAR16 (facts 6.2)
+        host_name = (efi.UINT16 * (len(name) + 1))(*([ord(c) for c in name] + [0]))  # CHAR16 (docs/edk2.md section 6.2)
         token = efidefs.EFI_DNS4_COMPLETION_TOKEN()
         op = events.submit(token, token, lambda op: None, owner, keep=(host_name, server_array))
         status = proto.HostNameToIp(ctypes.byref(proto), host_name, ctypes.byref(token))
@@ -514,7 +514,7 @@ def _dns4_lookup(name, server_list):
 
 
 def _take_h2a(token):
-    """The addresses of a completed HostNameToIp; frees the driver's pool (facts 6.2)."""
+    """The addresses of a completed HostNameToIp; frees the driver's pool (docs/edk2.md section 6.2)."""
     data = token.RspData.H2AData
     if not data:
         return []

@@ -17,7 +17,7 @@ in three files, one kind of knowledge each, and every name is re-exported here:
                    (Ip6ConfigDataType*, Ip6ConfigPolicy*); EFI_DNS6_*; tcp6_*_data(n), udp6_*_data(n)
   efidefs_tls      EFI_TLS_* (imported on its own by the TLS modules, not re-exported here)
 
-Layout rules that matter (efi-network-facts.md section 1.2): IPv4/IPv6 addresses are byte
+Layout rules that matter (docs/edk2.md section 1.2): IPv4/IPv6 addresses are byte
 arrays with alignment 1 -- that is what puts EFI_TCP4_ACCESS_POINT.StationPort at offset 10 --
 and port numbers in configuration and session structures are host byte order. UINTN and
 pointers take the native size, so the same classes describe x64 and IA32 firmware.

@@ -24,7 +24,7 @@ from efi import BOOLEAN, UINT8, UINT16, UINT32, EFI_HANDLE
 from bitsnet import inet
 
 
-# --- GUIDs (efi-network-facts.md section 2.5) ----------------------------------------------
+# --- GUIDs (docs/edk2.md section 2.5) ----------------------------------------------
 EFI_SIMPLE_NETWORK_PROTOCOL_GUID = uuid.UUID("a19832b9-ac25-11d3-9a2d-0090273fc14d")
 EFI_MANAGED_NETWORK_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("f36ff770-a7e1-42cf-9ed2-56f0f271f44c")
 EFI_MANAGED_NETWORK_PROTOCOL_GUID = uuid.UUID("7ab33a91-ace5-4326-b572-e7ee33d39f16")
@@ -129,7 +129,7 @@ def ipv6_bytes(address):
 
 # --- EFI_SERVICE_BINDING_PROTOCOL (UEFI spec 11.6) -----------------------------------------
 class EFI_SERVICE_BINDING_PROTOCOL(efi.Protocol):
-    """One per network service per NIC, on the NIC's controller handle (facts section 2.4)."""
+    """One per network service per NIC, on the NIC's controller handle (docs/edk2.md section 2.4)."""
 
 
 EFI_SERVICE_BINDING_PROTOCOL._fields_ = [

@@ -90,7 +90,7 @@ class EFI_TCP4_ACCESS_POINT(Structure):
 
 class EFI_TCP4_OPTION(Structure):
     # Times in seconds. EDK2 replaces any value outside its accepted range -- 0 included --
-    # by the default instead of clamping it (facts section 3.9).
+    # by the default instead of clamping it (docs/edk2.md section 3.9).
     _fields_ = [
         ("ReceiveBufferSize", UINT32),
         ("SendBufferSize", UINT32),
@@ -252,7 +252,7 @@ class EFI_IP4_CONFIG2_INTERFACE_INFO(Structure):
         ("StationAddress", EFI_IPv4_ADDRESS),
         ("SubnetMask", EFI_IPv4_ADDRESS),
         ("RouteTableSize", UINT32),
-        # Points just past this structure, into the caller's buffer (facts section 5.2)
+        # Points just past this structure, into the caller's buffer (docs/edk2.md section 5.2)
         ("RouteTable", POINTER(EFI_IP4_ROUTE_TABLE)),
     ]
 
@@ -323,7 +323,7 @@ class EFI_UDP4_TRANSMIT_DATA(Structure):
 
 
 class EFI_UDP4_RECEIVE_DATA(Structure):
-    # Owned by the driver: copy the payload out, then SignalEvent(RecycleSignal) (facts 4.2).
+    # Owned by the driver: copy the payload out, then SignalEvent(RecycleSignal) (docs/edk2.md section 4.2).
     _fields_ = [
         ("TimeStamp", EFI_TIME),
         ("RecycleSignal", EFI_EVENT),
@@ -373,7 +373,7 @@ EFI_UDP4_PROTOCOL._fields_ = [
 class EFI_DNS4_CONFIG_DATA(Structure):
     _fields_ = [
         ("DnsServerListCount", UINTN),
-        ("DnsServerList", POINTER(EFI_IPv4_ADDRESS)),  # EDK2 uses only the first (facts 6.2)
+        ("DnsServerList", POINTER(EFI_IPv4_ADDRESS)),  # EDK2 uses only the first (docs/edk2.md section 6.2)
         ("UseDefaultSetting", BOOLEAN),
         ("EnableDnsCache", BOOLEAN),
         ("Protocol", UINT8),  # must be 17 (UDP)
@@ -404,7 +404,7 @@ class EFI_DNS4_MODE_DATA(Structure):
 
 
 class DNS_HOST_TO_ADDR_DATA(Structure):
-    # Allocated by the driver: the caller FreePools IpList and then this structure (facts 6.2).
+    # Allocated by the driver: the caller FreePools IpList and then this structure (docs/edk2.md section 6.2).
     _fields_ = [("IpCount", UINT32), ("IpList", POINTER(EFI_IPv4_ADDRESS))]
 
 

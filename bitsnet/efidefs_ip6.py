@@ -30,8 +30,8 @@ from bitsnet.efidefs_common import (
 
 # --- IPv6 (UEFI spec 28.2 TCP6, 28.4 UDP6, 28.6 IP6 Config, 29.3 DNS6) -----------------------
 # Same shapes as the IPv4 families with EFI_IPv6_ADDRESS fields; the differences that bite are
-# the missing UseDefaultAddress/SubnetMask (an all-zero StationAddress lets IP6 choose, facts 3.7)
-# and the missing Routes slot in the TCP6 and UDP6 function tables (facts 3.2, 4.1).
+# the missing UseDefaultAddress/SubnetMask (an all-zero StationAddress lets IP6 choose, docs/edk2.md section 3.7)
+# and the missing Routes slot in the TCP6 and UDP6 function tables (docs/edk2.md sections 3.2, 4.1).
 
 
 # What TCP6/UDP6 GetModeData report about IP6 (Protocol/Ip6.h)
@@ -92,7 +92,7 @@ class EFI_IP6_MODE_DATA(Structure):
 # --- EFI_TCP6_PROTOCOL (Protocol/Tcp6.h) ------------------------------------------------------
 class EFI_TCP6_ACCESS_POINT(Structure):
     _fields_ = [
-        ("StationAddress", EFI_IPv6_ADDRESS),  # all zero: IP6 chooses the source (facts 3.7)
+        ("StationAddress", EFI_IPv6_ADDRESS),  # all zero: IP6 chooses the source (docs/edk2.md section 3.7)
         ("StationPort", UINT16),  # host byte order
         ("RemoteAddress", EFI_IPv6_ADDRESS),
         ("RemotePort", UINT16),  # host byte order
@@ -101,7 +101,7 @@ class EFI_TCP6_ACCESS_POINT(Structure):
 
 
 class EFI_TCP6_OPTION(Structure):
-    # Identical layout to EFI_TCP4_OPTION (facts 3.1), and the same rule: times in seconds; EDK2
+    # Identical layout to EFI_TCP4_OPTION (docs/edk2.md section 3.1), and the same rule: times in seconds; EDK2
     # replaces any value outside its accepted range -- 0 included -- by the default.
     _fields_ = [
         ("ReceiveBufferSize", UINT32),
@@ -215,7 +215,7 @@ EFI_TCP6_PROTOCOL._fields_ = [
     ("GetModeData", efi.FUNC(_TCP6, POINTER(ctypes.c_int), POINTER(EFI_TCP6_CONFIG_DATA), POINTER(EFI_IP6_MODE_DATA),
                              POINTER(EFI_MANAGED_NETWORK_CONFIG_DATA), POINTER(EFI_SIMPLE_NETWORK_MODE))),
     ("Configure", efi.FUNC(_TCP6, POINTER(EFI_TCP6_CONFIG_DATA))),
-    # No Routes slot: everything below sits one slot earlier than in EFI_TCP4_PROTOCOL (facts 3.2)
+    # No Routes slot: everything below sits one slot earlier than in EFI_TCP4_PROTOCOL (docs/edk2.md section 3.2)
     ("Connect", efi.FUNC(_TCP6, POINTER(EFI_TCP6_CONNECTION_TOKEN))),
     ("Accept", efi.FUNC(_TCP6, POINTER(EFI_TCP6_LISTEN_TOKEN))),
     ("Transmit", efi.FUNC(_TCP6, POINTER(EFI_TCP6_IO_TOKEN))),
@@ -266,7 +266,7 @@ class EFI_UDP6_TRANSMIT_DATA(Structure):
 
 
 class EFI_UDP6_RECEIVE_DATA(Structure):
-    # Owned by the driver: copy the payload out, then SignalEvent(RecycleSignal) (facts 4.2).
+    # Owned by the driver: copy the payload out, then SignalEvent(RecycleSignal) (docs/edk2.md section 4.2).
     _fields_ = [
         ("TimeStamp", EFI_TIME),
         ("RecycleSignal", EFI_EVENT),
@@ -295,7 +295,7 @@ EFI_UDP6_PROTOCOL._fields_ = [
                              POINTER(EFI_MANAGED_NETWORK_CONFIG_DATA), POINTER(EFI_SIMPLE_NETWORK_MODE))),
     ("Configure", efi.FUNC(_UDP6, POINTER(EFI_UDP6_CONFIG_DATA))),
     ("Groups", efi.FUNC(_UDP6, BOOLEAN, POINTER(EFI_IPv6_ADDRESS))),
-    # No Routes slot (facts 4.1)
+    # No Routes slot (docs/edk2.md section 4.1)
     ("Transmit", efi.FUNC(_UDP6, POINTER(EFI_UDP6_COMPLETION_TOKEN))),
     ("Receive", efi.FUNC(_UDP6, POINTER(EFI_UDP6_COMPLETION_TOKEN))),
     ("Cancel", efi.FUNC(_UDP6, POINTER(EFI_UDP6_COMPLETION_TOKEN))),
@@ -303,7 +303,7 @@ EFI_UDP6_PROTOCOL._fields_ = [
 ]
 
 
-# --- EFI_IP6_CONFIG_PROTOCOL (Protocol/Ip6Config.h; facts 5.3) --------------------------------
+# --- EFI_IP6_CONFIG_PROTOCOL (Protocol/Ip6Config.h; docs/edk2.md section 5.3) ------------------
 # EFI_IP6_CONFIG_DATA_TYPE
 Ip6ConfigDataTypeInterfaceInfo = 0
 Ip6ConfigDataTypeAltInterfaceId = 1
@@ -367,7 +367,7 @@ class EFI_DNS6_CONFIG_DATA(Structure):
         ("Protocol", UINT8),  # must be 17 (UDP)
         ("StationIp", EFI_IPv6_ADDRESS),
         ("LocalPort", UINT16),
-        ("DnsServerCount", UINT32),  # UINT32 here, UINTN in DNS4 (facts 6.1)
+        ("DnsServerCount", UINT32),  # UINT32 here, UINTN in DNS4 (docs/edk2.md section 6.1)
         ("DnsServerList", POINTER(EFI_IPv6_ADDRESS)),
         ("RetryCount", UINT32),
         ("RetryInterval", UINT32),  # seconds
@@ -389,7 +389,7 @@ class EFI_DNS6_MODE_DATA(Structure):
 
 
 class DNS6_HOST_TO_ADDR_DATA(Structure):
-    # Allocated by the driver: the caller FreePools IpList and then this structure (facts 6.2).
+    # Allocated by the driver: the caller FreePools IpList and then this structure (docs/edk2.md section 6.2).
     _fields_ = [("IpCount", UINT32), ("IpList", POINTER(EFI_IPv6_ADDRESS))]
 
 

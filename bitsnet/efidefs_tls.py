@@ -16,7 +16,7 @@ Contents
 
 Enumerations are C enums: 32-bit values, passed by value as UINT32 and stored in 4 bytes
 (sizeof (EFI_TLS_CONNECTION_END) and sizeof (EFI_TLS_SESSION_STATE) are 4, which
-SetSessionData checks, docs/tls.md 2.1).
+SetSessionData checks, docs/tls.md section 2.1).
 """
 
 import uuid
@@ -111,7 +111,7 @@ EfiTlsConfigDataTypeMaximum = 4
 
 # --- The protocols ---------------------------------------------------------------------------
 class EFI_TLS_SERVICE_BINDING_PROTOCOL(EFI_SERVICE_BINDING_PROTOCOL):
-    """On TlsDxe's own handle, not on a NIC: TLS is not bound to a network device (docs/tls.md 1.1)."""
+    """On TlsDxe's own handle, not on a NIC: TLS is not bound to a network device (docs/tls.md section 1.1)."""
     guid = EFI_TLS_SERVICE_BINDING_PROTOCOL_GUID
 
 

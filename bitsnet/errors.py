@@ -1,14 +1,14 @@
 """The one boundary where EFI status codes become Python socket errors.
 
 Below this module bitsnet speaks EFI_STATUS; above it only the exception classes defined here
-exist, with the errno and message shape CPython's own ``_socket`` gives (DESIGN.md rule 4):
+exist, with the errno and message shape CPython's own ``_socket`` gives (docs/architecture.md section 5):
 
   ``error``     OSError on Python 3; on 2.7 a subclass of IOError, as 2.7's socket.error is.
   ``herror``, ``gaierror``  subclasses of ``error`` (resolver failures).
   ``timeout``   our own deadlines (settimeout); on 3.10+ it is TimeoutError, as in CPython.
                 An EFI_TIMEOUT *status* (EDK2 gave up) is ``error(ETIMEDOUT)``, not ``timeout``.
 
-``_STATUS_TO_ERRNO`` is the one table (efi-network-facts.md section 1.3); the few rows that
+``_STATUS_TO_ERRNO`` is the one table (docs/edk2.md section 1.3); the few rows that
 depend on the operation are spelled out in ``errno_for``. ``efi_boundary`` is the one place where
 an ``efi.EFIException`` that escaped the layers below becomes ``error``: the socket module's
 public functions and methods are wrapped in it, so no firmware exception reaches a program.
@@ -121,16 +121,17 @@ _STATUS_TO_ERRNO = {
     efi.EFI_NO_RESPONSE: errno.ETIMEDOUT,
 }
 
-# Rows that depend on what was being done (facts sections 3.3, 3.6, 3.8, 4.2).
+# Rows that depend on what was being done (docs/edk2.md sections 3.3, 3.6, 3.8, 4.2).
 _BY_OPERATION = {  # type: dict
-    # EDK2 quirk (TcpDxe, facts 3.3 Connect): a RST answering our SYN completes the connect
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Connect): a RST answering our SYN completes the connect
     # token with EFI_CONNECTION_RESET, not the EFI_CONNECTION_REFUSED the spec names.
     ("connect", efi.EFI_CONNECTION_RESET): errno.ECONNREFUSED,
-    # EDK2 quirk (TcpDxe TcpBind, facts 3.8): a TCP port clash is EFI_INVALID_PARAMETER.
+    # EDK2 quirk (TcpDxe TcpBind, docs/edk2.md section 3.8): a TCP port clash is EFI_INVALID_PARAMETER.
     ("bind", efi.EFI_INVALID_PARAMETER): errno.EADDRINUSE,
-    # Udp4Dxe (facts 4.2): a UDP port clash is EFI_ACCESS_DENIED.
+    # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a UDP port clash is EFI_ACCESS_DENIED.
     ("udp-bind", efi.EFI_ACCESS_DENIED): errno.EADDRINUSE,
-    # After Close() or a reset, TcpDxe answers ACCESS_DENIED (facts 3.5): the socket is not connected.
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): after Close() or a reset, calls answer ACCESS_DENIED: the socket is
+    # not connected.
     ("send", efi.EFI_ACCESS_DENIED): errno.EPIPE,
     ("recv", efi.EFI_ACCESS_DENIED): errno.ENOTCONN,
 }

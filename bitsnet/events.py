@@ -31,7 +31,7 @@ How completions are noticed (``mode``), chosen once at first use:
 ``efi-hook``     BITS 2070+ without our trampoline: ``_efi._c_event_callback`` as notify
                  function; ``_efi._set_event_callback`` receives the event pointer. Events
                  that are not ours are passed on to ``efi``'s own dispatcher.
-``check-event``  neither: Type-0 events polled with CheckEvent (facts section 2.3).
+``check-event``  neither: Type-0 events polled with CheckEvent (docs/edk2.md section 2.3).
 
 Events are pooled: an event is created once, reused for token after token, and closed by
 ``shutdown()`` -- or, after a burst, once MAX_IDLE_EVENTS others lie idle; the next event
@@ -73,7 +73,7 @@ wait_hook = None
 entered = [None, 0]  # type: list
 # The deadline of the socket call being served (an absolute clock() value; None: no limit), for
 # the waits below the socket that know nothing of sockets: address bring-up (DHCP, SLAAC) and
-# EFI_NO_MAPPING retries (issue 20 item 4). The socket layer sets it around connect and send;
+# EFI_NO_MAPPING retries (docs/architecture.md section 6.4). The socket layer sets it around connect and send;
 # a wait it cuts short raises ``errors.timeout`` and leaves the bring-up running.
 caller_deadline = [None]  # type: list
 
@@ -326,7 +326,7 @@ def wait_until(predicate, deadline, poll=None, checked=False):
 
     ``deadline`` is an absolute ``clock()`` value, or None to wait forever. ``poll`` is called
     on every round: EDK2 moves received frames only when polled or on its 10 ms timer, so a
-    wait that does not Poll is slow (facts section 3.4). Returns whether the predicate held.
+    wait that does not Poll is slow (docs/edk2.md section 3.4). Returns whether the predicate held.
     ``checked``: the caller has just found ``predicate()`` false, so the first round Polls
     before asking again (a request/response round trip waits once per exchange).
     """

@@ -8,9 +8,9 @@ the wildcard and loopback addresses, and the config-data builders -- ``INET``, `
 
 ``tcp.TcpEndpoint`` and ``udp.UdpEndpoint`` take a ``Family`` and call only what is here for
 anything version-specific: EFI_TCP6/UDP6 differ from TCP4/UDP4 only in the address fields of
-the access point / config data / session data, in having no Routes() slot (facts 3.2, 4.1) and
-no UseDefaultAddress/SubnetMask (an all-zero StationAddress lets IP6 choose the source, facts
-3.7). Tokens, fragment tables and the completion rules are the same (facts 3.1: "TCPx").
+the access point / config data / session data, in having no Routes() slot (docs/edk2.md sections 3.2, 4.1) and
+no UseDefaultAddress/SubnetMask (an all-zero StationAddress lets IP6 choose the source, docs/edk2.md section 3.7).
+Tokens, fragment tables and the completion rules are the same (docs/edk2.md section 3.1: "TCPx").
 
 Each family's EFI names are written out in its own table (the classes ``_Inet`` and ``_Inet6``):
 ``fam.TCP_IO_TOKEN`` is ``efidefs.EFI_TCP6_IO_TOKEN`` for INET6, so grepping a spec name finds
@@ -100,7 +100,7 @@ class Family(object):
         self.loopback = loopback
         self.size = size  # packed address bytes
         self.name = "IPv%d" % version
-        # EFI_TCP6/UDP6 have no Routes() (facts 3.2, 4.1) and no UseDefaultAddress/SubnetMask.
+        # EFI_TCP6/UDP6 have no Routes() (docs/edk2.md sections 3.2, 4.1) and no UseDefaultAddress/SubnetMask.
         self.has_routes = version == 4
 
     def __repr__(self):
@@ -145,13 +145,13 @@ class Family(object):
     def is_wildcard(self, host):
         return host in ("", None) or host == self.wildcard
 
-    # -- EFI config data (facts 3.1, 4.1): only the address fields differ
+    # -- EFI config data (docs/edk2.md sections 3.1, 4.1): only the address fields differ
     def tcp_access_point(self, config, station, netmask, port, remote, active):
         """Fill ``config.AccessPoint``; ``station`` None lets the firmware choose (IPv6 only)."""
         ap = config.AccessPoint
         if self.version == 4:
             # EDK2 quirk: UseDefaultAddress=TRUE may switch the NIC to DHCP (docs/edk2.md section 3.7),
-            # and old TcpDxe failed it with EFI_ALREADY_STARTED (bits-efi-api item 2): give the
+            # and old TcpDxe failed it with EFI_ALREADY_STARTED (docs/bits-efi.md section 2): give the
             # address explicitly.
             ap.UseDefaultAddress = False
             ap.SubnetMask = efidefs.ipv4(netmask)

@@ -10,14 +10,14 @@ config) and IPv6 as EFI_IP6_CONFIG_PROTOCOL reports it (``current6``).
                                 the address (DHCP's, or the static one).
 ``current()``                   what the NIC has now (None: no address yet).
 ``interfaces(start=False)``     a summary of every NIC, for ``bitsnet.interfaces()``.
-``timer_ticks()``, ``check_timer()``  does the firmware timer tick? (issue 11: checked before
+``timer_ticks()``, ``check_timer()``  does the firmware timer tick? (docs/architecture.md section 11: checked before
                                 DHCP, which EDK2 drives from timer events only). If not, and
                                 this is BITS with the local APIC timer stopped, it is restarted
                                 once (``bitsnet.lapic``), with one line saying so.
 ``DHCP_TIMEOUT``                default seconds to wait for a lease.
 
 Everything is read fresh from the firmware on each call: the address can change under us
-(another application, a network boot attempt -- facts 5.2 -- or a rebooted simulator), and
+(another application, a network boot attempt -- docs/edk2.md section 5.2 -- or a rebooted simulator), and
 one GetData costs far less than a stale address.
 """
 
@@ -33,17 +33,17 @@ import efi
 from bitsnet import clock, efidefs, errors, events, inet, nic
 
 # Seconds to wait for a DHCP lease. EDK2's own DHCP gives up after about 60 s (DISCOVER
-# retransmits at 4, 8, 16, 32 s, facts 5.2); a lab network answers within a few seconds, and a
+# retransmits at 4, 8, 16, 32 s, docs/edk2.md section 5.2); a lab network answers within a few seconds, and a
 # user at the prompt wants the advice to configure a static address long before a minute.
 DHCP_TIMEOUT = 30.0
-DHCP_POLL_STALL_US = 10000  # 10 ms between InterfaceInfo reads: EDK2's timer period (facts 3.4)
+DHCP_POLL_STALL_US = 10000  # 10 ms between InterfaceInfo reads: EDK2's timer period (docs/edk2.md section 3.4)
 
-# The firmware timer check (issue 11). A relative timer event of 1 ms must fire within
+# The firmware timer check (docs/architecture.md section 11). A relative timer event of 1 ms must fire within
 # TIMER_CHECK_WINDOW seconds of wall clock: EDK2 expires timer events from its 10 ms tick, so a
 # working firmware answers in about 10 ms; a second is generous and still fails fast.
 TIMER_CHECK_WINDOW = 1.0
 TIMER_CHECK_DELAY_100NS = 10000  # 1 ms in SetTimer's 100 ns units
-TimerRelative = 2  # EFI_TIMER_DELAY (facts 2.2 SetTimer); not among the efi names bitsnet may use
+TimerRelative = 2  # EFI_TIMER_DELAY (docs/edk2.md section 2.2 SetTimer); not among the efi names bitsnet may use
 TIMER_REMEDY = ("the firmware timer is stopped (no EFI timer event fires, so EDK2 never polls the NIC and DHCP"
                 " cannot finish); on BITS the usual cause is its SMP start-up, which reprograms the local APIC"
                 " timer that OVMF ticks from: run bitsnet.lapic.restore_timer() first, or configure a static"
@@ -57,14 +57,14 @@ TIMER_NOT_LAPIC = ("the firmware timer is stopped (no EFI timer event fires, so 
 
 # Module state, tied to the default NIC object (a new machine or nic.reset() makes a new one):
 # the DHCP run start_dhcp() began and nobody has waited for yet, and DNS servers set by
-# configure(dns=...) while DHCP owns the address (IP4 Config2 refuses them then, facts 5.2).
+# configure(dns=...) while DHCP owns the address (IP4 Config2 refuses them then, docs/edk2.md section 5.2).
 _state = {"dhcp_nic": None, "dhcp_since": 0.0, "dns_nic": None, "dns": None, "timer_restored": False,
           "until": None}  # type: dict   # until: a DHCP wait a caller's deadline cut short ends then
 
 Ip4Info = collections.namedtuple("Ip4Info", "address netmask gateway dns_servers routes name")
-# IPv6 (IP6 Config, facts 5.3): ``address`` is the preferred one (global before link-local, None
+# IPv6 (IP6 Config, docs/edk2.md section 5.3): ``address`` is the preferred one (global before link-local, None
 # while there is none); ``netmask`` and ``routes`` are None and [] so that endpoint code can treat
-# both kinds alike (TCP6/UDP6 take neither, facts 3.1 and 4.1).
+# both kinds alike (TCP6/UDP6 take neither, docs/edk2.md sections 3.1 and 4.1).
 Ip6Info = collections.namedtuple("Ip6Info", "address addresses netmask routes")
 
 
@@ -76,7 +76,7 @@ def _link_local(address):
 prefix_length = inet.prefix_length  # 24 for "255.255.255.0" (kept here: callers name it so)
 
 
-# --- GetData / SetData with the sizing rules of facts 5.2 ---------------------------------
+# --- GetData / SetData with the sizing rules of docs/edk2.md section 5.2 -------------------
 def _get_policy(config):
     policy = ctypes.c_int(0)
     size = efi.UINTN(ctypes.sizeof(policy))
@@ -90,7 +90,7 @@ def _set(config, data_type, data, what):
     size = ctypes.sizeof(data) if data is not None else 0
     status = config.SetData(ctypes.byref(config), data_type, size,
                             ctypes.addressof(data) if data is not None else None)
-    # bits-efi-api item 1: SetData(Policy) may answer EFI_NOT_READY while DHCP runs asynchronously.
+    # EDK2 quirk (docs/bits-efi.md section 1): SetData(Policy) may answer EFI_NOT_READY while DHCP runs.
     if status != efi.EFI_NOT_READY:
         errors.raise_for_status(status, "Ip4Config2.SetData(%s)" % what)
 
@@ -104,7 +104,7 @@ def _get_addresses(config, data_type):
     size = efi.UINTN(0)
     status = config.GetData(ctypes.byref(config), data_type, ctypes.byref(size), None)
     if status == efi.EFI_SUCCESS or status == efi.EFI_NOT_FOUND or size.value == 0:
-        return []  # facts 5.2: NOT_FOUND is "unset" (always so for Gateway under Dhcp)
+        return []  # docs/edk2.md section 5.2: NOT_FOUND is "unset" (always so for Gateway under Dhcp)
     if status != efi.EFI_BUFFER_TOO_SMALL:
         return []
     count = size.value // ctypes.sizeof(efidefs.EFI_IPv4_ADDRESS)
@@ -128,7 +128,7 @@ def _info(the_nic):
     info, routes = the_nic.interface_info()
     address = efidefs.ipv4_text(info.StationAddress)
     if address == "0.0.0.0":
-        return None  # facts 5.2: StationAddress/SubnetMask are 0 while unconfigured
+        return None  # docs/edk2.md section 5.2: StationAddress/SubnetMask are 0 while unconfigured
     config = the_nic.config2()
     gateway = None
     for _subnet, mask, via in routes:
@@ -169,7 +169,7 @@ def ensure_configured6(timeout=None):
     # type: (float) -> Ip6Info
     """The NIC's IPv6 addresses once a usable (not link-local) one exists.
 
-    EDK2's default IP6 Config policy is Manual (facts 5.3): without an address set by hand, only
+    EDK2 quirk (docs/edk2.md section 5.3): the default IP6 Config policy is Manual: without an address set by hand, only
     the link-local address exists and TCP6/UDP6 children with an unspecified station address
     answer EFI_NO_MAPPING for ever. As EDK2's own HTTP and PXE boot do, switch the policy to
     Automatic (SLAAC/DHCPv6) then, and poll InterfaceInfo until an address shows (EDK2 signals
@@ -207,7 +207,7 @@ def ensure_configured6(timeout=None):
             found.append(got)
         return bool(found)
 
-    caller = events.caller_deadline[0]  # issue 20 item 4: the socket call's deadline may come first
+    caller = events.caller_deadline[0]  # docs/architecture.md section 6.4: the socket call's deadline may come first
     if not events.wait_until(usable, start + timeout if caller is None else min(caller, start + timeout),
                              poll=_stall):
         if caller is not None and caller < start + timeout:
@@ -247,7 +247,7 @@ def timer_ticks(window=None):
     # type: (float) -> bool
     """Whether a 1 ms relative timer event fires within ``window`` seconds of wall clock.
 
-    A Type-0 EVT_TIMER event polled with CheckEvent (facts 2.3): no notify function, so the
+    A Type-0 EVT_TIMER event polled with CheckEvent (docs/edk2.md section 2.3): no notify function, so the
     answer does not depend on how bitsnet notices completions. Wall clock is ``clock.monotonic``
     (GRUB's TSC-based clock in BITS), which keeps running when the firmware tick does not;
     Stall busy-waits on the firmware's TimerLib, also independent of the tick.
@@ -341,8 +341,8 @@ def _begin_dhcp(the_nic):
     """Set policy Dhcp so that EDK2 starts a DHCP run now (no waiting)."""
     config = the_nic.config2()
     if _get_policy(config) == efidefs.Ip4Config2PolicyDhcp:
-        # bits-efi-api item 1 / facts 5.2: setting Dhcp again does not restart a DHCP that
-        # already succeeded (or, on old stacks, one that failed): go through Static to force it.
+        # EDK2 quirk (docs/bits-efi.md section 1, docs/edk2.md section 5.2): setting Dhcp again does not restart a DHCP
+        # that already succeeded (or, on old stacks, one that failed): go through Static to force it.
         _set_policy(config, efidefs.Ip4Config2PolicyStatic)
     _set_policy(config, efidefs.Ip4Config2PolicyDhcp)
 
@@ -382,21 +382,22 @@ def ensure_configured(timeout=None):
         if _dhcp_pending(the_nic):
             _state["dhcp_nic"] = None  # wait for the run start_dhcp() began; a later call restarts
         else:
-            # Issue 11: with the firmware tick stopped DHCP would spin until the timeout; say why at
-            # once (or, in BITS, restart the stopped LAPIC timer first).
+            # docs/architecture.md section 11: with the firmware tick stopped DHCP would spin until the timeout; say why
+            # at once (or, in BITS, restart the stopped LAPIC timer first).
             check_timer()
             _begin_dhcp(the_nic)
             _state["dhcp_since"] = clock.monotonic()
         sys.stdout.write("bitsnet: DHCP on %s ... " % name)
         sys.stdout.flush()
-    # Issue 20 item 4: the socket call's own deadline (a non-blocking one: now) may come first;
+    # docs/architecture.md section 6.4: the socket call's own deadline (a non-blocking one: now) may come first;
     # then this call times out and DHCP goes on, and the next call resumes this wait.
     caller = events.caller_deadline[0]
     limit = until if caller is None or caller >= until else caller
     found = []
 
     def leased():
-        # facts 5.2: EDK2 never signals DHCP completion; poll InterfaceInfo until an address shows.
+        # EDK2 quirk (docs/edk2.md section 5.2): no event signals DHCP completion; poll InterfaceInfo until an address
+        # shows.
         got = _info(the_nic)
         if got is not None:
             found.append(got)
@@ -428,9 +429,9 @@ def configure_dns(servers):
     """Use ``servers`` (dotted quads) as the DNS servers and keep the address as it is.
 
     With a static address they go into IP4 Config2's DnsServer. Under Dhcp, IP4 Config2 refuses
-    them (EFI_WRITE_PROTECTED, facts 5.2) and DHCP would replace them anyway, and before any
+    them (EFI_WRITE_PROTECTED, docs/edk2.md section 5.2) and DHCP would replace them anyway, and before any
     address (EDK2 starts in policy Static with none) the switch to Dhcp would clear them
-    (facts 5.2), so bitsnet keeps them and reports them instead of DHCP's (``current()``,
+    (docs/edk2.md section 5.2), so bitsnet keeps them and reports them instead of DHCP's (``current()``,
     ``interfaces()``, the resolver) until the next ``configure``. Returns the Ip4Info (None
     while the NIC has no address yet: DHCP keeps running, this does not wait for it)."""
     the_nic = nic.default_nic()
@@ -470,7 +471,7 @@ def configure(address=None, netmask=None, gateway=None, dns=()):
     except ValueError as e:
         raise errors.socket_error(errno.EINVAL, str(e))
     if _get_policy(config) != efidefs.Ip4Config2PolicyStatic:
-        _set_policy(config, efidefs.Ip4Config2PolicyStatic)  # facts 5.2: clears the DHCP lease
+        _set_policy(config, efidefs.Ip4Config2PolicyStatic)  # docs/edk2.md section 5.2: clears the DHCP lease
     _set(config, efidefs.Ip4Config2DataTypeManualAddress, manual, "ManualAddress")
     if gateways is not None:
         _set(config, efidefs.Ip4Config2DataTypeGateway, gateways, "Gateway")

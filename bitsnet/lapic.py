@@ -1,7 +1,7 @@
-"""BITS only: restart the local APIC timer that OVMF's UEFI tick comes from (issue 11).
+"""BITS only: restart the local APIC timer that OVMF's UEFI tick comes from (docs/architecture.md section 11).
 
 OVMF drives the UEFI timer tick -- and with it every EVT_TIMER event, MNP's 10 ms NIC poll and
-DHCP -- from the local APIC timer of the boot processor, programmed periodic (facts 9):
+DHCP -- from the local APIC timer of the boot processor, programmed periodic (docs/edk2.md section 9):
 
   LVT timer register (xAPIC 0x320, x2APIC MSR 0x832)      0x20020: periodic, vector 0x20
   divide configuration (xAPIC 0x3E0, x2APIC MSR 0x83E)    0xB: divide by 1
@@ -44,7 +44,8 @@ LVT_VECTOR_MASK = 0xFF
 TIMER_MODES = {0: "one-shot", 1: "periodic", 2: "TSC-deadline", 3: "reserved"}
 
 # What OVMF programs (OvmfPkg LocalApicTimerDxe / 8254 replacement; measured on EDK II 2022.11,
-# facts 9 and issue 11): periodic, vector 0x20, divide by 1, 10,000,000 counts per tick.
+# docs/edk2.md section 9 and docs/architecture.md section 11): periodic, vector 0x20, divide by 1, 10,000,000 counts per
+# tick.
 OVMF_LVT_TIMER = 0x20020
 OVMF_DIVIDE_CONFIGURATION = 0xB
 OVMF_INITIAL_COUNT = 10000000

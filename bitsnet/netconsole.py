@@ -34,7 +34,7 @@ Rule 4: no recursion. Text written while the mirroring path runs (bitsnet's own 
 Rule 5: bring-up is bounded. With bitsnet installed, ``start()`` brings the NIC up through
     ``bitsnet.ipconfig.ensure_configured(dhcp_wait)`` -- DHCP only if the NIC has no address,
     waited for at most ``DHCP_WAIT`` seconds (3 s; a lab server answers in well under one).
-    EDK2 goes on with DHCP in the background after we stop waiting (facts 5.2), so while the
+    EDK2 goes on with DHCP in the background after we stop waiting (docs/edk2.md section 5.2), so while the
     network is down a write only reads the NIC's address (``ipconfig.current()``: one
     GetData, no DHCP restart, no wait), at most once per retry interval (0.5 s doubling to
     8 s), and mirroring starts when the address shows. Meanwhile the last ``QUEUE_LIMIT``

@@ -225,7 +225,7 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
         raise errors.gai_error(EAI_NONAME)  # glibc: "" is no name; None is
     if host is None:
         # IPv4 first, as glibc orders the wildcards; IPv6 only when the firmware has it (the
-        # probe's answer: no firmware call here). EDK2 has no loopback interface (facts 3.10),
+        # probe's answer: no firmware call here). EDK2 has no loopback interface (docs/edk2.md section 3.10),
         # so the non-passive answer matters on the simulator only; it is ordered the same way.
         wanted = [AF_INET, AF_INET6] if family == AF_UNSPEC else [family]
         addresses = [(af, families.of(af).wildcard if flags & AI_PASSIVE else families.of(af).loopback, 0)
@@ -266,7 +266,7 @@ def _host_addresses(host, family, flags):
     local = host.lower().rstrip(".") in HOSTS
     if family == AF_INET or (family == AF_UNSPEC and (local or not ipv6_available())):
         # "localhost" under AF_UNSPEC: 127.0.0.1 only, as glibc answers from an /etc/hosts
-        # without "::1 localhost" (a firmware has no loopback interface anyway, facts 3.10).
+        # without "::1 localhost" (a firmware has no loopback interface anyway, docs/edk2.md section 3.10).
         return [(AF_INET, _resolve_name(host), 0)]
     if family == AF_INET6:
         return [(AF_INET6, address, 0) for address in _resolve_names6(host)]

@@ -2,7 +2,7 @@
 
 ``find()``/``default_nic()``  the NIC handle that carries both EFI_IP4_CONFIG2_PROTOCOL and the
                               TCP4 service binding (EDK2 installs both on the controller handle,
-                              facts 2.4); if there is none the NIC may not be connected yet, so
+                              docs/edk2.md section 2.4); if there is none the NIC may not be connected yet, so
                               ``connect_controllers()`` connects every SNP handle first and says
                               so on the console.
 ``Nic``                       one such handle: ``create_child``/``destroy_child``/``adopt_child``
@@ -95,7 +95,7 @@ class Nic(object):
 
     def adopt_child(self, sb_guid, handle):
         # type: (object, int) -> None
-        """Count a child the firmware made for us (an accepted TCP connection, facts 3.3 Accept)."""
+        """Count a child the firmware made for us (an accepted TCP connection, docs/edk2.md section 3.3 Accept)."""
         self._children.add((sb_guid, handle))
 
     def destroy_child(self, sb_guid, handle):
@@ -122,8 +122,8 @@ class Nic(object):
     def interface_info(self):
         """(EFI_IP4_CONFIG2_INTERFACE_INFO, [(subnet, mask, gateway)...]) read now.
 
-        facts 5.2: the route table is written right after the structure inside the caller's
-        buffer, so a buffer of exactly sizeof(INTERFACE_INFO) fails with EFI_BUFFER_TOO_SMALL
+        EDK2 quirk (Ip4Config2Impl.c, docs/edk2.md section 5.2): the route table is written right after the structure
+        inside the caller's buffer, so a buffer of exactly sizeof(INTERFACE_INFO) fails with EFI_BUFFER_TOO_SMALL
         once any route exists: ask for the size first, then read (and retry if it grew).
         """
         config = self.config2()
@@ -152,7 +152,7 @@ class Nic(object):
             return info, routes
         raise errors.socket_error(errno.EIO, "Ip4Config2.GetData(InterfaceInfo) keeps growing")
 
-    # -- IP6 Config (facts 5.3) ---------------------------------------------------------------
+    # -- IP6 Config (docs/edk2.md section 5.3) ------------------------------------------------
     def config6(self):
         """The NIC's EFI_IP6_CONFIG_PROTOCOL, or None if the firmware has no IPv6 on it."""
         binding = self._bindings.get(efidefs.EFI_IP6_CONFIG_PROTOCOL_GUID)
@@ -172,7 +172,7 @@ class Nic(object):
         """[(address text, prefix length)] from IP6 Config InterfaceInfo ([] without IPv6).
 
         The address table is written after the structure inside the caller's buffer, as for
-        IP4 Config2's routes (facts 5.2, 5.3): ask for the size first, then read."""
+        IP4 Config2's routes (docs/edk2.md sections 5.2, 5.3): ask for the size first, then read."""
         config = self.config6()
         if config is None:
             return []
@@ -234,7 +234,7 @@ def connect_controllers():
     """ConnectController(h, NULL, NULL, TRUE) on every handle carrying the Simple Network
     Protocol, saying so on the console; returns how many handles there were.
 
-    facts 2.4 / issue 11: a boot order that does not name the NIC (OVMF with ``bootindex`` on
+    EDK2 quirk (docs/edk2.md section 2.4): a boot order that does not name the NIC (OVMF with ``bootindex`` on
     the disk only, many vendor "fast boot" paths) never starts the network drivers: the NIC
     carries SNP and nothing else -- no TCP4/UDP4 service binding, no IP4 Config2.
     """

@@ -140,7 +140,7 @@ class _Waiter(object):
 
     def progress(self):
         # One Poll per round, through one endpoint in turn: EDK2's Poll pulls the NIC's next
-        # frame whichever child it is called on (facts 3.3 Poll: the children share IP, MNP and
+        # frame whichever child it is called on (docs/edk2.md section 3.3 Poll: the children share IP, MNP and
         # SNP), so Polling every endpoint would cost O(sockets) EFI calls per round, for nothing
         # when they are idle. progress() (stack.pump) consumes the completions of every
         # endpoint (stack.dirty), and the readiness predicates consume their own, so the

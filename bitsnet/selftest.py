@@ -13,8 +13,7 @@ behind it where there is one) or SKIP (why); the last line is ``N passed, N fail
 and the exit status is 1 when anything failed. Lines stay within an 80-column console.
 
 It imports nothing BITS's Python lacks: ``lab.json`` is read by ``parse_json`` below (BITS has
-no ``json``), and numbers are printed only as ``%d`` and ``%.Nf`` (docs/bits-environment.md
-section 10).
+no ``json``), and numbers are printed only as ``%d`` and ``%.Nf`` (docs/bits-environment.md section 10).
 """
 
 from __future__ import print_function

@@ -2,8 +2,8 @@
 
 ``PairEndpoint`` offers what select.py and the socket type ask of an endpoint (the members
 ``TcpEndpoint`` and ``UdpEndpoint`` have), so a pair works with select/poll/selectors --
-asyncio's self-pipe is one (stdlib-surface.md 0.7; the fallback in socket.py would need a
-loopback interface, which EDK2 does not have, facts 3.10). ``pair()`` makes two linked ends;
+asyncio's self-pipe is one (the fallback in socket.py would need a
+loopback interface, which EDK2 does not have, docs/edk2.md section 3.10). ``pair()`` makes two linked ends;
 ``_socket.socketpair`` wraps them in sockets.
 """
 

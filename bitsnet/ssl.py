@@ -19,7 +19,7 @@ Certificates are verified by the firmware: the CA certificates go to the TLS chi
 EFI_TLS_CONFIGURATION_PROTOCOL.SetData(EfiTlsConfigDataTypeCACertificate), the host name with
 SetSessionData(EfiTlsVerifyHost) where the firmware has it (EDK2 since 2020); an older TlsDxe
 gets the host name checked here, from the server's certificate (readable in a TLS 1.2
-handshake, docs/tls.md 2.4). A failed verification is an SSLError naming the reason; there is
+handshake, docs/tls.md section 2.4). A failed verification is an SSLError naming the reason; there is
 never a fallback to plain text. Client certificates and server-side TLS are not offered (EDK2's
 TlsSetHostPrivateKey is EFI_UNSUPPORTED).
 
@@ -27,7 +27,7 @@ Give the firmware your CA: ``create_default_context(cafile="/boot/bitsnet/ca.pem
 the PEM file at ``/boot/bitsnet/ca.pem`` (``DEFAULT_CAFILES``), which default contexts load.
 EDK2 quirk: TlsDxe keeps every CA certificate any child was given in one store for the whole
 boot (TlsSetCaCertificate adds to the service's SSL_CTX), so the firmware trusts every CA once
-given; bitsnet.tls_socket then holds each context to its own CAs (docs/tls.md 2.3).
+given; bitsnet.tls_socket then holds each context to its own CAs (docs/tls.md section 2.3).
 
 ``bitsnet.install()`` makes this module ``ssl`` where the interpreter has none (BITS).
 The socket class is in bitsnet.tls_socket, the EFI side in bitsnet.tls, certificate names in
@@ -51,7 +51,7 @@ HAS_SNI = True  # EDK2 sends it with EfiTlsVerifyHost where it can (TlsSetServer
 HAS_ALPN = False
 HAS_NPN = False
 HAS_ECDH = True
-HAS_TLSv1_3 = False  # bitsnet asks the firmware for TLS 1.2 (docs/tls.md 2.2)
+HAS_TLSv1_3 = False  # bitsnet asks the firmware for TLS 1.2 (docs/tls.md section 2.2)
 HAS_NEVER_CHECK_COMMON_NAME = False
 CHANNEL_BINDING_TYPES = []  # type: list
 DEFAULT_CAFILES = ["/boot/bitsnet/ca.pem"]  # loaded by load_default_certs() when present
@@ -300,7 +300,7 @@ class SSLContext(object):
 
     def load_verify_locations(self, cafile=None, capath=None, cadata=None):
         """CA certificates for the firmware: a PEM file, a directory of them, or cadata (PEM text
-        or DER bytes). They are handed to each connection's TLS child (docs/tls.md 2.3)."""
+        or DER bytes). They are handed to each connection's TLS child (docs/tls.md section 2.3)."""
         if cafile is None and capath is None and cadata is None:
             raise TypeError("cafile, capath and cadata cannot be all omitted")
         found = []

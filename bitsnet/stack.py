@@ -1,6 +1,6 @@
 """The stack-wide work of every wait: ``pump()``, the state it works through, and its speed policy.
 
-EDK2's TCP, UDP and IP children share one IP, MNP and SNP per NIC (facts 3.3 Poll): a Poll
+EDK2's TCP, UDP and IP children share one IP, MNP and SNP per NIC (docs/edk2.md section 3.3 Poll): a Poll
 through any child pulls the NIC's next frame for all of them, and completions of any endpoint
 may follow. So one function moves the whole stack on, whichever endpoint a wait holds:
 
@@ -54,7 +54,7 @@ _tcp_closing, _tcp_wanted, _udp_closing = tcp_closer.closing, tcp_closer.wanted,
 
 def pump(ep=None):
     """Poll the NIC through ``ep``'s child (None: any child), then consume every completion of
-    every endpoint (facts 3.4). See the module docstring; every step is skipped when idle."""
+    every endpoint (docs/edk2.md section 3.4). See the module docstring; every step is skipped when idle."""
     if rx_deferred:
         _post_deferred()
     if ep is None:
@@ -73,7 +73,7 @@ def pump(ep=None):
     if dirty:
         for each in list(dirty):
             each._update()
-    if tx_retry:  # refused Transmits (issue 20 item 3)
+    if tx_retry:  # refused Transmits (docs/architecture.md section 6.3)
         for each in list(tx_retry):
             each._update()
     if _tcp_closing or _tcp_wanted:
@@ -98,7 +98,7 @@ def _post_deferred():
     """Post the deferred Receives, after a batch of Polls if a stream arrives (rule 2's exception).
 
     EDK2 completes an outstanding Receive with whatever the first Poll brings in: one frame
-    (facts 3.3 Receive, 3.4). With no Receive outstanding, the frames POLL_BATCH Polls pull in
+    (docs/edk2.md section 3.3 Receive, section 3.4). With no Receive outstanding, the frames POLL_BATCH Polls pull in
     wait in EDK2's buffer instead, and a Receive posted afterwards takes them all at once,
     synchronously: one Python completion (and one copy out of the Receive buffer) per batch
     instead of one per frame -- most of bulk receive's cost. Only endpoints whose last Receive
@@ -109,7 +109,7 @@ def _post_deferred():
     rx_deferred.clear()
     streaming = [ep for ep in deferred if ep._streaming]
     if streaming:
-        # Any child: Poll pulls the NIC's next frame (facts 3.3 Poll). The Polls run back to back
+        # Any child: Poll pulls the NIC's next frame (docs/edk2.md section 3.3 Poll). The Polls run back to back
         # from one cached callable: under QEMU TCG a frame-carrying Poll costs less the less Python
         # runs between Polls (docs/performance.md), and _call's lookup per Poll was pure overhead.
         poll, this = streaming[0]._poll

@@ -13,14 +13,14 @@ Every method returns at once; a caller that must wait does so with
 ``events.wait_until(predicate, deadline, poll=ep.progress)``. The endpoint knows nothing of
 socket objects, file descriptors or timeouts other than its own connect timer.
 
-Rule 1 -- Callbacks record, readers decide (STYLE rule 5). A token's ``on_done`` only appends
+Rule 1 -- Callbacks record, readers decide (docs/architecture.md section 13 rule 5). A token's ``on_done`` only appends
 the finished Operation to ``_done`` and marks the endpoint dirty. ``_update()`` -- run by every
 public method, predicate and ``progress()`` -- consumes ``_done`` (copies received bytes into
 the Python buffer, notes EOF, errors, accepted children) and then ``_refill()``s: it re-posts
 the Receive, sends queued data, keeps Accepts outstanding, checks the connect timer.
 
 Rule 2 -- One Receive is outstanding whenever the connection is up and the Python receive
-buffer is under its bound (facts 3.3 Receive: EDK2 has no "bytes available" query). That token
+buffer is under its bound (docs/edk2.md section 3.3 Receive: EDK2 has no "bytes available" query). That token
 is how data, FIN and RST are noticed, and so what makes select() work; it also keeps EDK2's own
 buffer empty, which matters at close (rule 4). Receive often completes synchronously: every
 post is followed by ``events.check``. One exception, for speed: after a Receive brought data,
@@ -29,20 +29,20 @@ nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a requ
 exchange thus answers before paying for the next Receive. While a bulk stream arrives (the last
 Receive brought a full segment) that ``progress()`` first Polls a batch (see ``stack._post_deferred``).
 
-Rule 3 -- Sending is bounded in Python (facts 8.1 #6: EDK2 never says "buffer full"). ``send``
+Rule 3 -- Sending is bounded in Python (docs/edk2.md section 8.1 #6: EDK2 never says "buffer full"). ``send``
 queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
 Transmits of up to TRANSMIT_CHUNK bytes, at most MAX_TRANSMITS in flight, zero-copy: the bytes
 object itself is the fragment and lives in the registry until its token completes. A Transmit
 the firmware refuses (EFI_OUT_OF_RESOURCES) is retried by every ``progress()``, whichever
 endpoint drives it (``_tx_retry``), and fails the connection with ENOBUFS after TX_REFUSED_LIMIT.
 
-Rule 4 -- Close is graceful and never blocks (DESIGN rule 5). ``close()`` hands the endpoint
+Rule 4 -- Close is graceful and never blocks (docs/architecture.md section 9). ``close()`` hands the endpoint
 to the reaper, which sends what is queued, keeps reading (and dropping) incoming data so that
-Close(graceful) does not turn into a RST (facts 3.3 Close: unread data => RST), issues
+Close(graceful) does not turn into a RST (docs/edk2.md section 3.3 Close: unread data => RST), issues
 Close(AbortOnClose=FALSE) and, when that token completes (after TIME_WAIT, >= 2 s), calls
 DestroyChild. SO_LINGER (on, 0) and interpreter exit abort (RST) instead.
 
-EDK2 has no half-close (facts 3.3 Close): ``shutdown(SHUT_WR)`` starts that same full close.
+EDK2 has no half-close (docs/edk2.md section 3.3 Close): ``shutdown(SHUT_WR)`` starts that same full close.
 Afterwards ``recv`` returns what was already received (including what the outstanding Receive
 still brings in before the close completes) and then b"" -- never data the peer sends later.
 ``shutdown(SHUT_RD)`` is pure Python: ``recv`` returns b"" at once, later data is dropped.
@@ -72,9 +72,9 @@ TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, sma
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
 DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
 DEFAULT_RCVBUF = 256 * 1024  # Python receive bound (SO_RCVBUF); also EDK2's ReceiveBufferSize
-EDK2_BUFFER_RANGE = (8 * 1024, 2 * 1024 * 1024)  # facts 3.9: outside it EDK2 silently uses 2 MiB
-EDK2_BACKLOG_RANGE = (5, 10)  # facts 3.9 MaxSynBackLog
-CONNECT_TIMEOUT = 75.0  # our own connect timer; EDK2's cannot go below 60 s (facts 3.9)
+EDK2_BUFFER_RANGE = (8 * 1024, 2 * 1024 * 1024)  # docs/edk2.md section 3.9: outside it EDK2 silently uses 2 MiB
+EDK2_BACKLOG_RANGE = (5, 10)  # docs/edk2.md section 3.9 MaxSynBackLog
+CONNECT_TIMEOUT = 75.0  # our own connect timer; EDK2's cannot go below 60 s (docs/edk2.md section 3.9)
 CLOSE_TIMEOUT = 60.0  # a background graceful close that cannot finish by then is aborted
 TIME_TO_LIVE = 64
 
@@ -217,14 +217,14 @@ class TcpEndpoint(EfiChild):
 
     @classmethod
     def _adopt(cls, the_nic, handle, listener):
-        """Wrap a child EDK2 made for an accepted connection (facts 3.3 Accept)."""
+        """Wrap a child EDK2 made for an accepted connection (docs/edk2.md section 3.3 Accept)."""
         fam = listener._fam
         ep = cls(fam)
         ep._options = dict(listener._options)
         ep._rx.limit = ep._options["rcvbuf"]
         ep._adopt_child(the_nic, handle)
         ep._enter(CONNECTED)
-        config = fam.TCP_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (facts 3.3)
+        config = fam.TCP_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (docs/edk2.md section 3.3)
         state = ctypes.c_int(0)
         if ep._call("GetModeData", ctypes.byref(state), ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS:
             ap = config.AccessPoint
@@ -245,8 +245,8 @@ class TcpEndpoint(EfiChild):
         o.ReceiveBufferSize = _clamp(self._options["rcvbuf"], EDK2_BUFFER_RANGE)
         o.SendBufferSize = _clamp(self._options["sndbuf"], EDK2_BUFFER_RANGE)
         o.MaxSynBackLog = _clamp(backlog or EDK2_BACKLOG_RANGE[1], EDK2_BACKLOG_RANGE)
-        # facts 3.9: every number must be inside EDK2's range or it silently becomes the default,
-        # and the BOOLEANs are literal (zero = off), so every field is spelled out.
+        # EDK2 quirk (TcpConfigurePcb, docs/edk2.md section 3.9): every number must be inside EDK2's range or it
+        # silently becomes the default, and the BOOLEANs are literal (zero = off), so every field is spelled out.
         o.ConnectionTimeout = 75
         o.DataRetries = 12
         o.FinTimeout = 2
@@ -257,7 +257,7 @@ class TcpEndpoint(EfiChild):
         o.EnableNagle = not self._options["nodelay"]
         o.EnableTimeStamp = True
         o.EnableWindowScaling = True
-        o.EnableSelectiveAck = False  # facts 3.3 Configure: TRUE => EFI_UNSUPPORTED
+        o.EnableSelectiveAck = False  # EDK2 quirk (docs/edk2.md section 3.3 Configure): TRUE => EFI_UNSUPPORTED
         o.EnablePathMtuDiscovery = False
         return o
 
@@ -276,8 +276,8 @@ class TcpEndpoint(EfiChild):
                 self._renew_child()
         fam = self._fam
         config = fam.tcp_config(TIME_TO_LIVE)
-        # IPv4: the station address is always explicit (bits-efi-api item 2, facts 3.7); IPv6:
-        # None (all zero) lets IP6 choose the source, and is the wildcard listener (facts 3.1).
+        # IPv4: the station address is always explicit (docs/bits-efi.md section 2, docs/edk2.md section 3.7); IPv6:
+        # None (all zero) lets IP6 choose the source, and is the wildcard listener (docs/edk2.md section 3.1).
         fam.tcp_access_point(config, station, info.netmask, port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
@@ -288,7 +288,7 @@ class TcpEndpoint(EfiChild):
             if status == efi.EFI_SUCCESS:
                 break
             if status == efi.EFI_INVALID_PARAMETER and port:
-                # EDK2 quirk (TcpBind, facts 3.8): a port clash is EFI_INVALID_PARAMETER, and a
+                # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER, and a
                 # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
                 if self._options["reuseaddr"] and not retried and _abort_closing(station or fam.wildcard, port):
                     retried = True
@@ -300,7 +300,7 @@ class TcpEndpoint(EfiChild):
         self._add_routes(info, strict=True)
         mode = fam.TCP_CONFIG_DATA()
         if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
-            port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (facts 3.8)
+            port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 3.8)
             if station is None and active:  # IPv6: the source IP6 chose, else the preferred one
                 chosen = fam.efi_text(mode.AccessPoint.StationAddress)
                 station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
@@ -352,11 +352,11 @@ class TcpEndpoint(EfiChild):
         self._streaming = False
         self._rx_later = status == efi.EFI_SUCCESS
         if status == efi.EFI_SUCCESS:
-            length = op.keep[0].DataLength  # facts 3.3 Receive: EDK2 wrote how much it delivered
+            length = op.keep[0].DataLength  # docs/edk2.md section 3.3 Receive: EDK2 wrote how much it delivered
             self._streaming = length >= STREAM_SEGMENT
             if not self._rd_shut:
                 self._rx.append(ctypes.string_at(op.keep[1], length))
-        elif status == efi.EFI_CONNECTION_FIN:  # facts 3.6: pending Receive on peer FIN
+        elif status == efi.EFI_CONNECTION_FIN:  # docs/edk2.md section 3.6: pending Receive on peer FIN
             self._eof = True
         elif status == efi.EFI_ABORTED:
             self._dead = True
@@ -377,7 +377,7 @@ class TcpEndpoint(EfiChild):
         if op.status == efi.EFI_SUCCESS:
             self._enter(CONNECTED)
         else:
-            # EDK2 quirk (TcpDxe, facts 3.3 Connect): RST to our SYN is EFI_CONNECTION_RESET.
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Connect): RST to our SYN is EFI_CONNECTION_RESET.
             self._enter(FAILED)
             self._set_error(errors.errno_for(op.status, "connect"))
 
@@ -420,7 +420,7 @@ class TcpEndpoint(EfiChild):
         if self._state == CONNECTING and self._connect_deadline is not None \
                 and clock.monotonic() >= self._connect_deadline:
             self._awaiting = None
-            self._abort()  # EDK2's own timer is >= 60 s (facts 3.9): ours wins
+            self._abort()  # EDK2's own timer is >= 60 s (docs/edk2.md section 3.9): ours wins
             self._enter(FAILED)
             self._error = errno.ETIMEDOUT
             return False
@@ -449,7 +449,7 @@ class TcpEndpoint(EfiChild):
             self._rx_fragment = self._rx_packet.FragmentTable[0]
             self._rx_completion = self._rx_token.CompletionToken
         rxdata, token = self._rx_packet, self._rx_token
-        # facts 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
+        # docs/edk2.md section 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
         rxdata.DataLength = RECEIVE_CHUNK
         self._rx_fragment.FragmentLength = RECEIVE_CHUNK
         op = self._submit("rx", token, self._rx_completion, keep=(rxdata, self._rx_buffer))
@@ -457,7 +457,7 @@ class TcpEndpoint(EfiChild):
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
             if status == efi.EFI_CONNECTION_FIN:
-                # EDK2 quirk (TcpDxe, facts 3.3 Receive): after the peer's FIN with nothing
+                # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): after the peer's FIN with nothing
                 # buffered, Receive() *returns* EFI_CONNECTION_FIN (the token is not signalled).
                 self._eof = True
             else:
@@ -467,9 +467,10 @@ class TcpEndpoint(EfiChild):
         return events.check(op)
 
     def _refused(self, status, op_name):
-        """A call answered an error: find out why (facts 3.5) and record it."""
+        """A call answered an error: find out why (docs/edk2.md section 3.5) and record it."""
         if status == efi.EFI_ACCESS_DENIED and self._tcp_state() == efidefs.Tcp4StateClosed:
-            # facts 3.5: a RST with no token pending shows only as ACCESS_DENIED + Closed.
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST with no token pending shows only as EFI_ACCESS_DENIED
+            # and state Closed.
             self._set_error(errno.ECONNRESET)
         else:
             self._set_error(errors.errno_for(status, op_name))
@@ -488,7 +489,7 @@ class TcpEndpoint(EfiChild):
             fragment = txdata.FragmentTable[0]  # views into memory kept with them (see _post_receive)
             completion = token.CompletionToken
         txdata.DataLength = fragment.FragmentLength = len(data)
-        # Zero-copy (facts 3.3 Transmit): the bytes object is the fragment; kept in the registry.
+        # Zero-copy (docs/edk2.md section 3.3 Transmit): the bytes object is the fragment; kept in the registry.
         fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
         op = self._submit("tx", token, completion, keep=(txdata, data, fragment, completion))
         self._tx_ops.append(op)
@@ -513,7 +514,7 @@ class TcpEndpoint(EfiChild):
 
     def _transmit_refused(self):
         """EFI_OUT_OF_RESOURCES: try again from every progress(), whichever socket drives it
-        (issue 20 item 3: the data was accepted by send(), and the program may now wait on
+        (docs/architecture.md section 6.3: the data was accepted by send(), and the program may now wait on
         another socket for the answer); after TX_REFUSED_LIMIT seconds the connection fails
         with ENOBUFS, loudly, rather than hold the data for ever."""
         now = clock.monotonic()
@@ -547,14 +548,14 @@ class TcpEndpoint(EfiChild):
         status = self._call("Close", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            self._dead = True  # e.g. ACCESS_DENIED: the connection is already gone (facts 3.5)
+            self._dead = True  # e.g. ACCESS_DENIED: the connection is already gone (docs/edk2.md section 3.5)
             return False
         self._close_op = op
         events.check(op)
         return True
 
     def _abort(self):
-        """Close(AbortOnClose=TRUE): RST, state Closed, completes synchronously (facts 3.3)."""
+        """Close(AbortOnClose=TRUE): RST, state Closed, completes synchronously (docs/edk2.md section 3.3)."""
         if self._proto is None:
             self._dead = True  # the child is already destroyed
             return
@@ -580,7 +581,8 @@ class TcpEndpoint(EfiChild):
         fam = self._fam
         info = self._ip_info()
         if fam.is_wildcard(host):
-            # bits-efi-api item 4: a 0.0.0.0 TCP4 listener is not handled; TCP6 takes :: (facts 3.1).
+            # EDK2 quirk (docs/bits-efi.md section 4): a 0.0.0.0 TCP4 listener is not served; TCP6 takes ::
+            # (docs/edk2.md section 3.1).
             host = info.address if fam.version == 4 else fam.wildcard
         canonical = fam.canonical(str(host))
         if canonical is None:
@@ -645,7 +647,7 @@ class TcpEndpoint(EfiChild):
 
     def connect_later(self, address):
         """A non-blocking connect whose address bring-up (DHCP, EFI_NO_MAPPING, SLAAC) is still
-        under way (issue 20 item 4): the endpoint reads as connecting at once, and every update
+        under way (docs/architecture.md section 6.4): the endpoint reads as connecting at once, and every update
         tries again without waiting, until the SYN goes out or the bring-up fails (its error
         then is the connect's, as SO_ERROR)."""
         self._check_open()
@@ -890,7 +892,7 @@ class TcpEndpoint(EfiChild):
             return
         self._update()
         if self._state in (LISTENING, BOUND):
-            # facts 3.3 Close: Close() on a listener leaves its un-accepted children alive;
+            # docs/edk2.md section 3.3 Close: Close() on a listener leaves its un-accepted children alive;
             # Configure(NULL) destroys them and flushes the Accept tokens.
             self._call("Configure", None)
             self._enter(CLOSED)
@@ -992,7 +994,7 @@ class TcpEndpoint(EfiChild):
         return self._dead
 
     def set_option(self, name, value):
-        """Options reach EDK2 only at Configure (facts 3.9): set them before bind/connect/listen.
+        """Options reach EDK2 only at Configure (docs/edk2.md section 3.9): set them before bind/connect/listen.
         Later, rcvbuf/sndbuf still bound the Python buffers; the others are only recorded."""
         if name not in OPTIONS:
             raise KeyError(name)

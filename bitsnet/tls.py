@@ -74,7 +74,7 @@ def status_name(status):
 
 
 def service_handle():
-    """The TLS service binding's handle (TlsDxe installs one, on its own handle, docs/tls.md 1.1)."""
+    """The TLS service binding's handle (TlsDxe installs one, on its own handle, docs/tls.md section 1.1)."""
     try:
         handles = list(efi.locate_handles(T.EFI_TLS_SERVICE_BINDING_PROTOCOL_GUID))
     except efi.EFIException:
@@ -120,7 +120,7 @@ class TlsChild(object):
         if handle is not None and _live.pop(handle, None) is not None:
             self.binding.DestroyChild(ctypes.byref(self.binding), handle)
 
-    # -- session data (docs/tls.md 2)
+    # -- session data (docs/tls.md section 2)
     def set_session_data(self, data_type, value):
         """SetSessionData with a ctypes object; returns the status."""
         return self.tls.SetSessionData(ctypes.byref(self.tls), data_type, ctypes.byref(value),
@@ -145,7 +145,7 @@ class TlsChild(object):
         return self.set_session_data(T.EfiTlsSessionState, efi.UINT32(state))
 
     def add_ca(self, der):
-        """SetData(EfiTlsConfigDataTypeCACertificate): one DER certificate (docs/tls.md 2.3)."""
+        """SetData(EfiTlsConfigDataTypeCACertificate): one DER certificate (docs/tls.md section 2.3)."""
         buf = ctypes.create_string_buffer(der, len(der))
         status = self.config.SetData(ctypes.byref(self.config), T.EfiTlsConfigDataTypeCACertificate, buf, len(der))
         if status != efi.EFI_SUCCESS:
@@ -153,7 +153,7 @@ class TlsChild(object):
                              " %s (the firmware could not parse the certificate)" % status_name(status), status)
 
     def set_verify_host(self, hostname):
-        """SetSessionData(EfiTlsVerifyHost); False if this TlsDxe predates it (docs/tls.md 2.4)."""
+        """SetSessionData(EfiTlsVerifyHost); False if this TlsDxe predates it (docs/tls.md section 2.4)."""
         name = ctypes.create_string_buffer(hostname.encode("ascii") if not isinstance(hostname, bytes)
                                            else hostname)
         host = T.EFI_TLS_VERIFY_HOST()
@@ -166,7 +166,7 @@ class TlsChild(object):
             raise TlsFailure("config", "SetSessionData(EfiTlsVerifyHost): %s" % status_name(status), status)
         return True
 
-    # -- BuildResponsePacket (docs/tls.md 3)
+    # -- BuildResponsePacket (docs/tls.md section 3)
     def build_response(self, record=None):
         """(status, bytes to send). On EFI_BUFFER_TOO_SMALL the call is repeated with the same
         request and the size asked for: the firmware has already taken the request in (3.2)."""
@@ -183,7 +183,7 @@ class TlsChild(object):
             return status, out.raw[:size.value]
         return efi.EFI_BUFFER_TOO_SMALL, b""
 
-    # -- ProcessPacket (docs/tls.md 4)
+    # -- ProcessPacket (docs/tls.md section 4)
     def process(self, data, mode):
         """ProcessPacket over one fragment holding ``data`` (whole records); returns the records
         it gives back. The firmware allocates a new fragment table and buffer (4.2): freed here."""
@@ -222,7 +222,7 @@ def record_length(data, offset=0):
 def plaintext_records(data, version=(3, 3)):
     """``data`` cut into application_data records for ProcessPacket(EfiTlsEncrypt). EDK2 quirk:
     the Length of a plaintext record header is in host byte order, little-endian on x86
-    (TlsImpl.c TlsEncryptPacket reads it without NTOHS; HttpDxe writes it so; docs/tls.md 4.3)."""
+    (TlsImpl.c TlsEncryptPacket reads it without NTOHS; HttpDxe writes it so; docs/tls.md section 4.3)."""
     out = []
     for start in range(0, len(data), PLAIN_MAX):
         piece = data[start:start + PLAIN_MAX]
@@ -233,7 +233,7 @@ def plaintext_records(data, version=(3, 3)):
 
 def plaintext_payloads(data):
     """The payloads of ProcessPacket(EfiTlsDecrypt)'s output: records whose header Length is in
-    host byte order (EDK2 quirk, TlsDecryptPacket; docs/tls.md 4.3). A firmware that wrote it in
+    host byte order (EDK2 quirk, TlsDecryptPacket; docs/tls.md section 4.3). A firmware that wrote it in
     network order is recognised by the lengths adding up."""
     for fmt in ("<H", ">H"):
         payloads, offset, ok = [], 0, True
@@ -299,7 +299,7 @@ class TlsSession(object):
                 return record
             self._fill()
 
-    # -- handshake (docs/tls.md 3.1)
+    # -- handshake (docs/tls.md section 3.1)
     def handshake(self):
         if not self.started:
             status, hello = self.child.build_response()
@@ -332,7 +332,7 @@ class TlsSession(object):
 
     def _fail_handshake(self, status, kind, record):
         """The firmware refused: say why, from the server's alert or from the alert the firmware
-        built for the server (docs/tls.md 3.3), and send that alert as a polite client does."""
+        built for the server (docs/tls.md section 3.3), and send that alert as a polite client does."""
         if kind == T.TlsContentTypeAlert and len(record) >= HEADER + 2:
             alert = _byte(record, HEADER + 1)
             raise TlsFailure("alert", "the server sent alert %d (%s)" % (alert, ALERTS.get(alert, "?")),
@@ -352,7 +352,7 @@ class TlsSession(object):
         if alert in CERTIFICATE_ALERTS:
             reason = ALERT_REASONS[alert]
             if alert in (42, 46) and self.verify_host_name:
-                # OVMF's OpenSSL reports a host-name mismatch as bad_certificate (docs/tls.md 3.3)
+                # OVMF's OpenSSL reports a host-name mismatch as bad_certificate (docs/tls.md section 3.3)
                 reason = "the certificate is not valid for %r, or is otherwise unusable" % (self.verify_host_name,)
             raise TlsFailure("verify", "certificate verify failed: %s (the firmware's TLS sent alert %d %s)"
                              % (reason, alert, ALERTS[alert]), status, alert)
@@ -360,7 +360,7 @@ class TlsSession(object):
                          % (status_name(status), "" if alert is None else " (alert %d %s)" % (
                              alert, ALERTS.get(alert, "?"))), status, alert)
 
-    # -- application data (docs/tls.md 4)
+    # -- application data (docs/tls.md section 4)
     def write(self, data):
         """Encrypt and queue ``data``; sends what the transport takes. Returns len(data)."""
         chunk = PLAIN_MAX * RECORDS_PER_CALL
@@ -420,7 +420,7 @@ class TlsSession(object):
         return n is not None and len(self.inbuf) >= n
 
     def close_notify(self):
-        """Closing state, BuildResponsePacket(NULL) gives close_notify (docs/tls.md 3.4); queued."""
+        """Closing state, BuildResponsePacket(NULL) gives close_notify (docs/tls.md section 3.4); queued."""
         if not self.established or self.child.set_state(T.EfiTlsSessionClosing) != efi.EFI_SUCCESS:
             return
         status, out = self.child.build_response()

@@ -208,7 +208,7 @@ class SSLSocket(object):
             self._check_host_in_python(session)
 
     def _check_context_cas(self, session):
-        """EDK2 quirk (docs/tls.md 2.3): the firmware trusts every CA given in this boot, not just
+        """EDK2 quirk (docs/tls.md section 2.3): the firmware trusts every CA given in this boot, not just
         this context's. Where the server's chain is visible (TLS 1.2), require that it reaches one
         of this context's CAs, as CPython's ssl would."""
         from bitsnet import tls_x509
@@ -224,10 +224,10 @@ class SSLSocket(object):
         raise _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
                               "certificate verify failed: unable to get local issuer certificate (the server's "
                               "certificate %s; the firmware accepted it from a CA given earlier in this boot, "
-                              "docs/tls.md 2.3)" % why)
+                              "docs/tls.md section 2.3)" % why)
 
     def _check_host_in_python(self, session):
-        """EDK2 before 2020 has no EfiTlsVerifyHost: check the name here (docs/tls.md 2.4)."""
+        """EDK2 before 2020 has no EfiTlsVerifyHost: check the name here (docs/tls.md section 2.4)."""
         from bitsnet import tls_x509
         der = tls_x509.server_certificate(bytes(session.handshake_messages))
         if der is None:
@@ -456,7 +456,7 @@ class SSLSocket(object):
 
 
 def _configured_child(context, server_hostname):
-    """A TLS child set up as ``context`` says (docs/tls.md 2): TLS 1.2, client, the verify
+    """A TLS child set up as ``context`` says (docs/tls.md section 2): TLS 1.2, client, the verify
     method, the CAs, the host name; ``verifies_host`` tells whether the firmware checks it."""
     try:
         child = _tls.TlsChild()

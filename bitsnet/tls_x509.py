@@ -3,9 +3,9 @@ names in it (subject commonName, subjectAltName DNS and IP entries, validity), a
 ``getpeercert()`` shows them.
 
 EFI_TLS_PROTOCOL has no way to hand out the peer's certificate (GetSessionData has no such data
-type, docs/tls.md 2.5), but in TLS 1.2 the server's Certificate handshake message travels in
+type, docs/tls.md section 2.5), but in TLS 1.2 the server's Certificate handshake message travels in
 clear text and bitsnet sees every record it feeds the firmware. Used for ``getpeercert()`` and
-for the host-name check on firmware whose TlsDxe has no EfiTlsVerifyHost (docs/tls.md 2.4).
+for the host-name check on firmware whose TlsDxe has no EfiTlsVerifyHost (docs/tls.md section 2.4).
 No signature is checked here: the firmware has already verified the chain.
 """
 

@@ -1,6 +1,6 @@
 """UdpEndpoint: one EFI_UDP4_PROTOCOL (or EFI_UDP6_PROTOCOL) child, as non-blocking primitives for
 the socket layer. What differs between the two is in ``family.py``; everything here is shared
-(EFI_UDP6 has no broadcast, no Routes and no SubnetMask, facts 4.1).
+(EFI_UDP6 has no broadcast, no Routes and no SubnetMask, docs/edk2.md section 4.1).
 
 Contents: module constants -- ``UdpEndpoint`` (bind, connect, disconnect, sendto, recvfrom,
 recvfrom_into, readiness predicates, options, close) -- ``reap``, ``close_all``,
@@ -10,23 +10,23 @@ and the background closer is ``closer.Closer`` (``stack.udp_closer``), as for TC
 Like ``tcp.TcpEndpoint``, every method returns at once; a caller that must wait uses
 ``events.wait_until(ep.can_recv, deadline, poll=ep.progress)``.
 
-Rule 1 -- Callbacks record, readers decide (STYLE rule 5): a token's ``on_done`` appends the
+Rule 1 -- Callbacks record, readers decide (docs/architecture.md section 13 rule 5): a token's ``on_done`` appends the
 Operation to ``_done``; ``_update()`` (run by every public method and predicate) consumes it.
 
 Rule 2 -- One Receive is always outstanding while the child is configured. Each completed
 Receive hands us a driver-owned EFI_UDP4_RECEIVE_DATA: the payload is copied into the Python
-queue and the buffer is given back at once with SignalEvent(RxData->RecycleSignal) (facts 4.2,
+queue and the buffer is given back at once with SignalEvent(RxData->RecycleSignal) (docs/edk2.md sections 4.2,
 8.1 #13) -- an unrecycled datagram leaks and makes Configure(NULL) ASSERT in EDK2. The Python
 queue is bounded (``RX_MAX_DATAGRAMS`` datagrams, SO_RCVBUF bytes); a datagram that does not fit
 is dropped and counted in ``dropped``, as a kernel drops on a full socket buffer. Datagrams that
 arrive while nobody polls wait in EDK2's per-instance queue, which is bounded in time by
 ``ReceiveTimeout`` (``FIRMWARE_HOLD_US``).
 
-Rule 3 -- Transmits are zero-copy (facts 4.2): the bytes, the TRANSMIT_DATA, the session data
+Rule 3 -- Transmits are zero-copy (docs/edk2.md section 4.2): the bytes, the TRANSMIT_DATA, the session data
 and the token stay in the registry until the token completes; at most ``MAX_TRANSMITS`` are in
 flight (``can_send``).
 
-Differences from CPython on Linux, all forced by EFI_UDP4 (facts 4.2):
+Differences from CPython on Linux, all forced by EFI_UDP4 (docs/edk2.md section 4.2):
 * A zero-length datagram cannot be sent (EDK2 rejects FragmentLength 0): ``sendto(b"")`` raises
   error(EINVAL) instead of sending an empty datagram.
 * ``connect``/``disconnect`` re-configure the child (Configure(NULL) + Configure): datagrams
@@ -46,12 +46,12 @@ import efi
 
 from bitsnet import clock, efidefs, errors, events, family, inet, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
-from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # noqa: F401  (NO_MAPPING_WAIT: facts 3.7)
+from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # noqa: F401  (NO_MAPPING_WAIT: docs/edk2.md section 3.7)
 from bitsnet.endpoint import DatagramEndpoint
 
 UDP4_SB = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
 
-MAX_DATAGRAM = 65507  # 65535 - 20 (IP header) - 8 (UDP header): EDK2's limit (facts 4.2)
+MAX_DATAGRAM = 65507  # 65535 - 20 (IP header) - 8 (UDP header): EDK2's limit (docs/edk2.md section 4.2)
 RX_MAX_DATAGRAMS = 256  # Python receive queue bound in datagrams ...
 DEFAULT_RCVBUF = 256 * 1024  # ... and in bytes (SO_RCVBUF), like a Linux default socket buffer
 MAX_TRANSMITS = 8  # Transmit tokens in flight; EDK2 completes them as soon as MNP sent the frame
@@ -114,13 +114,14 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             self._unconfigure()
         wildcard = fam.is_wildcard(host)
         # IPv4: an explicit address, as tcp.py does (UseDefaultAddress may switch the NIC to
-        # DHCP, facts 3.7); IPv6: all zero lets IP6 choose the source (facts 4.1).
+        # DHCP, docs/edk2.md section 3.7); IPv6: all zero lets IP6 choose the source (docs/edk2.md section 4.1).
         station = (info.address if fam.version == 4 else None) if wildcard else host
         config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
-                                bool(self._options["reuseaddr"]))  # SO_REUSEADDR: AllowDuplicatePort (facts 4.2)
+                                # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
+                                bool(self._options["reuseaddr"]))
         status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT)  # NO_MAPPING retried
         if status == efi.EFI_ACCESS_DENIED:
-            # Udp4Dxe (facts 4.2): a port clash is EFI_ACCESS_DENIED.
+            # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED.
             _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
         errors.raise_for_status(status, "udp-bind")
         self._configured = True
@@ -128,7 +129,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         self._add_routes(info, strict=False)  # best effort: a refusal leaves the default routes
         mode = fam.UDP_CONFIG_DATA()
         if self._call("GetModeData", ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
-            port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (facts 4.2)
+            port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 4.2)
         self._station = station
         self._local = (fam.wildcard if wildcard else host, port)
         self._update()
@@ -136,9 +137,9 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def _unconfigure(self):
         """Configure(NULL). EDK2 quirk: it does not abort the posted Receive token (its Cancel
         finds the instance unconfigured already): the token stays queued, and stays in the
-        registry, until a datagram arrives after the next Configure (facts 4.2).
+        registry, until a datagram arrives after the next Configure (docs/edk2.md section 4.2).
 
-        EDK2 ASSERTs that every delivered datagram was recycled first (facts 4.2), and the
+        EDK2 ASSERTs that every delivered datagram was recycled first (docs/edk2.md section 4.2), and the
         outstanding Receive may be completed by MNP's timer at any moment: at TPL_CALLBACK no
         delivery can happen, so look at the token, recycle, and reset in one go.
         """
@@ -198,14 +199,14 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             source = (self._fam.efi_text(session.SourceAddress), session.SourcePort)
             data = b"".join(parts)[:rxdata.DataLength]
             recycle = rxdata.RecycleSignal
-            # facts 4.2 / 8.1 #13: the buffer is the driver's; copy, then give it back at once.
+            # docs/edk2.md sections 4.2 / 8.1 #13: the buffer is the driver's; copy, then give it back at once.
             events.boot_services().SignalEvent(recycle)
             if not self._user_closed:
                 self._rx.put(data, source)  # full: dropped and counted (rule 2)
         elif status == efi.EFI_ABORTED or status == efi.EFI_SUCCESS:
             pass  # Configure(NULL)/Cancel, or a completion without data
         elif self._remote is not None:
-            # facts 4.2: an ICMP error completes the Receive with RxData NULL; connected UDP
+            # docs/edk2.md section 4.2: an ICMP error completes the Receive with RxData NULL; connected UDP
             # reports it (port unreachable -> ECONNREFUSED), as Linux does.
             self._error = errors.errno_for(status, "udp-recv")
 
@@ -213,7 +214,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if op in self._tx_ops:
             self._tx_ops.remove(op)
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED) and self._remote is not None:
-            # e.g. EFI_NO_MAPPING: ARP for the next hop failed (facts 4.2)
+            # e.g. EFI_NO_MAPPING: ARP for the next hop failed (docs/edk2.md section 4.2)
             self._error = errno.EHOSTUNREACH if op.status == efi.EFI_NO_MAPPING else errors.errno_for(op.status)
 
     def _post_receive(self):
@@ -225,7 +226,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             self._error = self._error or errors.errno_for(status, "udp-recv")
             return False
         self._rx_op = op
-        events.check(op)  # facts 4.2: a queued datagram completes it inside Receive()
+        events.check(op)  # docs/edk2.md section 4.2: a queued datagram completes it inside Receive()
         return True
 
     # --- the API -----------------------------------------------------------------------------
@@ -271,7 +272,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if port == 0 or host == self._fam.wildcard:
             _fail(errno.EINVAL, "connect to %s:%d" % (host, port))
         if host == "255.255.255.255":
-            # facts 4.2: EDK2 rejects a configured RemoteAddress of 255.255.255.255
+            # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a configured RemoteAddress of 255.255.255.255 is rejected
             _fail(errno.EINVAL, "EFI_UDP4 cannot connect to the limited broadcast address; use sendto")
         if self._is_broadcast(host) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast without SO_BROADCAST")
@@ -310,7 +311,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if not isinstance(data, bytes):
             data = memoryview(data).tobytes()
         if not data:
-            # EDK2 quirk (Udp4Dxe, facts 4.2): FragmentLength 0 is EFI_INVALID_PARAMETER, so a
+            # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): FragmentLength 0 is EFI_INVALID_PARAMETER, so a
             # zero-length datagram cannot be sent at all; saying so beats pretending.
             _fail(errno.EINVAL, "EFI_UDP4 cannot send a zero-length datagram")
         if len(data) > MAX_DATAGRAM:
@@ -329,11 +330,11 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             session.DestinationPort = port
             txdata.UdpSessionData = ctypes.pointer(session)
         # else: UdpSessionData NULL, the child's configured RemoteAddress and RemotePort are
-        # the destination (facts 4.2 Transmit) -- connect() configured them.
+        # the destination (docs/edk2.md section 4.2 Transmit) -- connect() configured them.
         txdata.DataLength = len(data)
         txdata.FragmentCount = 1
         txdata.FragmentTable[0].FragmentLength = len(data)
-        # Zero-copy (facts 4.2): the bytes object is the fragment; kept in the registry (rule 3).
+        # Zero-copy (docs/edk2.md section 4.2): the bytes object is the fragment; kept in the registry (rule 3).
         txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
         token = self._fam.UDP_COMPLETION_TOKEN()
         token.Packet.TxData = ctypes.pointer(txdata)

@@ -46,11 +46,10 @@ def check_source(source):
 
     Compiling recurses in C once per level of nesting: every bracket, every operator of a
     chain (``1+1+...`` is a left-nested tree), every attribute/call/subscript of a chain,
-    every indented block. BITS's C stack is 128 KiB with no guard page (docs/bits-environment.md
-    section 11): too deep a source silently overwrites firmware memory there, and 2.7 on a host
-    segfaults. The estimate is the sum, over the open brackets, of the operators seen at that
-    level since its last separator (``,`` ``;`` ``=`` or the end of a logical line), plus the
-    open brackets and the indentation depth; it must stay within ``MAX_DEPTH``. And BITS's
+    every indented block. BITS's C stack is 128 KiB with no guard page (docs/bits-environment.md section 11): too deep a
+    source silently overwrites firmware memory there, and 2.7 on a host segfaults. The estimate is the sum, over the
+    open brackets, of the operators seen at that level since its last separator (``,`` ``;`` ``=`` or the end of a
+    logical line), plus the open brackets and the indentation depth; it must stay within ``MAX_DEPTH``. And BITS's
     compiler aborts on a line whose bytecode reaches 255 bytes (its peephole assertion,
     docs/bits-environment.md section 9): a physical line's estimated bytecode (3 bytes per
     name, number, string or bracket, 9 per comparison, 1 per other operator) must stay within

@@ -1,5 +1,5 @@
 """Fixtures shared by the whole suite: import paths, a fresh simulated machine per test, peers,
-and the invariants every test that booted a machine must leave intact (issue 7 item 2).
+and the invariants every test that booted a machine must leave intact (docs/testing.md section 3.2).
 
 Every test that boots a machine gets, at teardown, once its own fixtures have torn down what
 they made and every socket object is collected (``gc.collect()``):
@@ -13,10 +13,10 @@ they made and every socket object is collected (``gc.collect()``):
   reached ``sys.unraisablehook`` (the trampoline's ``PyErr_WriteUnraisable``, a ``__del__``).
 
 Graceful closes are not waited out in TIME_WAIT: once both FINs are exchanged (the TCB is in
-TimeWait or Closed) the child is aborted, which saves EDK2's 2 s TimeWaitTimeout (facts 3.9)
+TimeWait or Closed) the child is aborted, which saves EDK2's 2 s TimeWaitTimeout (docs/edk2.md section 3.9)
 per test and still fails a test whose close never got that far.
 
-``BITSNET_GC_TORTURE=N`` (opt-in, issue 7 item 3) forces, once the tests are collected, the
+``BITSNET_GC_TORTURE=N`` (opt-in, docs/testing.md section 3.3) forces, once the tests are collected, the
 garbage collector at random points: ``gc.set_threshold(1)`` (a gen-0 collection at nearly every allocation) plus a full
 ``gc.collect()`` on average every N-th Python call, in every thread and inside callbacks (the
 trampoline's pending call runs under the profile hook too). Run the suite that way with
@@ -268,7 +268,7 @@ def settle_closes(tcp, timeout):
     """Wait until every background close has exchanged FINs, then abort those in TimeWait.
 
     EDK2 completes a graceful Close token only when the TCB reaches Closed, TimeWaitTimeout
-    (2 s at least, facts 3.9) after both FINs; a test gains nothing from waiting that out."""
+    (2 s at least, docs/edk2.md section 3.9) after both FINs; a test gains nothing from waiting that out."""
     from bitsnet import efidefs, events
     finished = (efidefs.Tcp4StateTimeWait, efidefs.Tcp4StateClosed)
 

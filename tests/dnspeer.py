@@ -6,7 +6,7 @@ record of it is answered, as a recursive server does) or "PTR" (value: name; the
 in-addr.arpa name, see ``reverse_name``). Unknown names get NXDOMAIN. Behaviours per name:
 ``silent`` (never answered), ``servfail`` (rcode 2), ``truncated`` (TC bit set and the answer
 cut short), ``wrong_id`` (the answer carries another ID), ``bomb`` (``bomb_answer``: a CPU
-bomb of compression pointers, issue 21). ``queries`` records (name, qtype)
+bomb of compression pointers, docs/testing.md section 3.9). ``queries`` records (name, qtype)
 of every query received, in order. Runs in a daemon thread on 127.0.0.1 and an ephemeral port;
 use it as a context manager.
 """
@@ -59,7 +59,7 @@ def parse_question(query):
 
 def bomb_answer(ident, question, rd=0x0100, chain=8000, records=3000, jumps=None):
     """A valid-looking answer built to burn CPU in a parser that bounds pointer direction but
-    not work (issue 21): one record of an unknown type whose data is a chain of ``chain``
+    not work (docs/testing.md section 3.9): one record of an unknown type whose data is a chain of ``chain``
     compression pointers, each to the one before (the first to the question), then
     ``records`` A records whose owner names all point at the chain's end, so every owner
     costs ``chain`` backward jumps. ``jumps``: start that many pointers from the end instead

@@ -1,6 +1,6 @@
 """Raw EFI TCP4 helpers for the EFI-level tests: what a BITS script writes by hand.
 
-Only the stand-in ``efi`` module (the names of bits-efi-api.md) and ``bitsnet.efidefs`` are
+Only the stand-in ``efi`` module (the names of docs/bits-efi.md section 9) and ``bitsnet.efidefs`` are
 used, so every call crosses the simulated firmware's C boundary exactly as a script in BITS
 would. ``Tcp4`` wraps one child; ``Token`` one completion token with a Type-0 event (or an
 EVT_NOTIFY_SIGNAL event with a notify function) and the buffers the firmware may touch, kept
@@ -55,7 +55,7 @@ def close_event(event):
 
 def config_data(station=STATION, mask="255.0.0.0", port=0, remote="0.0.0.0", rport=0, active=True,
                 use_default=False, option=None):
-    """An EFI_TCP4_CONFIG_DATA (zeroed first, facts 3.3); ``option``: EFI_TCP4_OPTION or None.
+    """An EFI_TCP4_CONFIG_DATA (zeroed first, docs/edk2.md section 3.3); ``option``: EFI_TCP4_OPTION or None.
     The option structure is attached as ``_option`` so it lives as long as the config."""
     cfg = efidefs.EFI_TCP4_CONFIG_DATA()
     cfg.TimeToLive = 64
@@ -74,7 +74,7 @@ def config_data(station=STATION, mask="255.0.0.0", port=0, remote="0.0.0.0", rpo
 
 
 def default_option(**fields):
-    """EFI_TCP4_OPTION with EDK2's defaults written out, then ``fields`` (facts 3.9)."""
+    """EFI_TCP4_OPTION with EDK2's defaults written out, then ``fields`` (docs/edk2.md section 3.9)."""
     option = efidefs.EFI_TCP4_OPTION()
     option.ReceiveBufferSize = option.SendBufferSize = 2 * 1024 * 1024
     option.MaxSynBackLog = 10

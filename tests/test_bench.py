@@ -1,6 +1,6 @@
 """tools/bench.py --quick runs to the end and prints every figure with a sane value.
 
-Benchmarks are not timed tests (issue 8): nothing here checks a target, only that each figure
+Benchmarks are not timed tests (docs/testing.md section 3.10): nothing here checks a target, only that each figure
 the issue names is measured, positive and finite, on the interpreter running the tests. The
 bench boots its own simulated machine in a subprocess, so this needs no `machine` fixture.
 """
@@ -23,7 +23,7 @@ REQUIRED = ["bulk_recv", "bulk_send", "round_trips", "connections", "udp_datagra
 ALSO = ["bulk_recv_recv", "bulk_recv_makefile", "bulk_recv_urllib", "select_us_1", "select_us_10",
         "select_us_100", "select_us_1000", "poll_us_per_idle_socket", "memory_kib_per_idle_connection"]
 KEYS = ("name", "unit", "bitsnet", "ceiling_a", "ceiling_b", "ratio")
-# Columns allowed to be "n/a": bitsnet's UDP sockets until issue 5 lands (and the raw UDP4 loop
+# Columns allowed to be "n/a": bitsnet's UDP sockets if UDP is missing (and the raw UDP4 loop
 # if its driver is missing); the host's select() with 1000 sockets when a descriptor is above
 # FD_SETSIZE (1024) -- the bench process holds the simulator's host sockets too.
 MAY_BE_MISSING = {"udp_datagrams": ("bitsnet", "ceiling_b"), "select_us_1000": ("ceiling_a",)}

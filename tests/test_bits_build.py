@@ -1,6 +1,6 @@
 """BITS built from source with bitsnet and ``_bitsnet_trampoline`` compiled in (tools/bits_build.py).
 
-The image comes from ``bits_build.build`` on the BITS 2079 sources (../shared/bits/, beside the
+The image comes from ``bits_build.build`` on the BITS 2079 sources (found as docs/testing.md section 4 says; beside the
 repository, or $BITSNET_BITS_SOURCE: a tree or tarball): the cached image for this checkout's
 bitsnet when there is one, else a build, where that is allowed (about 4 minutes from scratch on two
 cores, seconds when only bitsnet's Python changed since the last build): with BITSNET_BITS_BUILD=1

@@ -1,5 +1,4 @@
-"""Lints for what breaks only inside BITS, checked on the host (docs/bits-environment.md
-sections 9 and 10).
+"""Lints for what breaks only inside BITS, checked on the host (docs/bits-environment.md sections 9 and 10).
 
 1. The compile-time crash: BITS's peephole optimizer asserts, and BITS aborts, when the bytecode
    of one line-number entry is 255 bytes or more (GRUB's memchr cannot find the 255 byte that

@@ -1,4 +1,4 @@
-"""CPython's own socket-level test suites over bitsnet on the simulated machine (issue 20, item 7).
+"""CPython's own socket-level test suites over bitsnet on the simulated machine (docs/testing.md section 3.8).
 
 One test per suite: tests/cpython/run_suites.py runs the suite of the interpreter running pytest
 (2.7 or 3.11, pyenv's Lib/test) in tools/efirun.py, and this test fails on any failure not in

@@ -275,7 +275,7 @@ def test_failures_map_to_glibc_codes(net, peer, quick, name, code):
 
 @pytest.mark.machine(dns4=True)
 def test_dns4_timeout_falls_back_to_the_other_servers(net, peer, quick):
-    # facts 6.2: EDK2's DnsDxe asks only DnsServerList[0]; bitsnet asks the rest itself.
+    # docs/edk2.md section 6.2: EDK2's DnsDxe asks only DnsServerList[0]; bitsnet asks the rest itself.
     mute = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     mute.bind(("127.0.0.4", 0))
     net.nic.dns_ports["127.0.0.4"] = mute.getsockname()[1]

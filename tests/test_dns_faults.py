@@ -1,4 +1,4 @@
-"""DNS servers silent or lying, CreateEvent and CreateChild failing (issue 7 item 1), through the
+"""DNS servers silent or lying, CreateEvent and CreateChild failing (docs/testing.md section 3.1), through the
 socket API.
 
 A lying server on loopback (``LyingPeer``, tests/dnspeer.py's server with more lies) answers
@@ -119,7 +119,7 @@ def test_lying_and_silent_servers(request, liar, short_dns, dns4, name):
     elapsed = time.time() - start
     assert result == expected, "%s via %s: %r, expected %r" % (name, "DNS4" if dns4 else "own client",
                                                                result, expected)
-    # Limits: the own client's rounds; DnsDxe's three tries 2 s apart (facts 6.2) plus the own
+    # Limits: the own client's rounds; DnsDxe's three tries 2 s apart (docs/edk2.md section 6.2) plus the own
     # client's round over the servers DNS4 did not ask.
     limit = (3 * 2.0 + 2.0 if dns4 else 1.5) + dns.ATTEMPTS * dns.TIMEOUT
     assert elapsed < limit, "%s took %.2f s" % (name, elapsed)

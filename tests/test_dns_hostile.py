@@ -1,4 +1,4 @@
-"""The resolver against a hostile DNS server (issue 21): an answer built to burn CPU with
+"""The resolver against a hostile DNS server (docs/testing.md section 3.9): an answer built to burn CPU with
 compression pointers is refused quickly, within the query's documented time, and the parser
 looks at the query's deadline while it works. The end-to-end case runs bitsnet's own client in
 the simulator against tests/dnspeer.py on loopback."""

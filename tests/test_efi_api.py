@@ -1,4 +1,4 @@
-"""The stand-in ``efi`` module offers exactly what ../shared/bits-efi-api.md lists, with BITS's
+"""The stand-in ``efi`` module offers exactly what docs/bits-efi.md section 9 lists, with BITS's
 meaning: if bitsnet used anything else, it would run here and fail in BITS."""
 
 from __future__ import print_function
@@ -12,7 +12,7 @@ import uuid
 import efi
 import pytest
 
-# Every public name bits-efi-api.md lists, written out (the doc's table, row by row).
+# Every public name docs/bits-efi.md section 9 lists, written out (the doc's table, row by row).
 DOCUMENTED = set("""
     BOOLEAN CHAR8 UINT8 UINT16 UINT32 UINT64 INT8 INT16 INT32 INT64 UINTN EFI_STATUS EFI_HANDLE EFI_EVENT EFI_TPL
     EFI_GUID
@@ -57,7 +57,7 @@ def test_dir_efi_is_exactly_the_documented_names():
     extra = set(n for n in public - DOCUMENTED
                 if not _is_status_global(n)
                 and not (GUID_NAME.match(n) and isinstance(getattr(efi, n), uuid.UUID)))
-    assert extra == set(), "efi offers names bits-efi-api.md does not list"
+    assert extra == set(), "efi offers names docs/bits-efi.md section 9 does not list"
     assert DOCUMENTED - public == set()
     assert DOCUMENTED_STATUS - public == set()
 

@@ -1,4 +1,4 @@
-"""The simulator's EFI_DNS4_PROTOCOL against efi-network-facts.md section 6.2 (EDK2 DnsDxe),
+"""The simulator's EFI_DNS4_PROTOCOL against docs/edk2.md section 6.2 (EDK2 DnsDxe),
 called through ctypes as a BITS script calls it, against a real DNS server on loopback
 (tests/dnspeer.py); plus the UDP4 "wire" taking port-53 traffic to that server."""
 
@@ -199,7 +199,7 @@ def test_configure_rules(children):
     assert child.configure(dns_config(use_default=False)) == efi.EFI_INVALID_PARAMETER  # StationIp 0
     assert child.configure(dns_config(use_default=False, station=conftest.STATION, mask="255.0.0.0")) == \
         efi.EFI_SUCCESS
-    # A second Configure goes through UDP4's reconfigure check (facts 6.2).
+    # A second Configure goes through UDP4's reconfigure check (docs/edk2.md section 6.2).
     assert child.configure(dns_config(servers=("127.0.0.3",))) == efi.EFI_ALREADY_STARTED
     assert child.configure(None) == efi.EFI_SUCCESS
     assert child.configure(dns_config(servers=("127.0.0.3",))) == efi.EFI_SUCCESS
@@ -339,7 +339,7 @@ def test_cancel_and_reset_abort(children):
 
 
 def test_empty_server_list_asks_dhcp(children):
-    # EDK2 quirk (DnsDxe, facts 6.2): no server -> a blocking DHCP exchange inside Configure.
+    # EDK2 quirk (DnsDxe, docs/edk2.md section 6.2): no server -> a blocking DHCP exchange inside Configure.
     child = children()
     start = _clock()
     assert child.configure(dns_config(servers=())) == efi.EFI_SUCCESS
@@ -384,7 +384,7 @@ def test_token_without_event_is_polled_through_status(children):
 
 
 def test_only_the_first_server_is_asked(children, lab):
-    # EDK2 (facts 6.2): DnsServerList[0] is the session server; there is no fail-over.
+    # EDK2 (docs/edk2.md section 6.2): DnsServerList[0] is the session server; there is no fail-over.
     child = children()
     assert child.configure(dns_config(servers=("127.0.0.9", LAB_ADDRESS))) == efi.EFI_SUCCESS
     status, tok = child.host_name_to_ip("labserver.example")

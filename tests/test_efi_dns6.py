@@ -1,6 +1,6 @@
 """Simulated DnsDxe, IPv6 half: EFI_DNS6_PROTOCOL Configure and HostNameToIp (AAAA) against a server on [::1].
 
-Raw EFI only; the behaviour is efi-network-facts.md 6 ("DNS6 mirrors DNS4"): results allocated
+Raw EFI only; the behaviour is docs/edk2.md section 6 ("DNS6 mirrors DNS4"): results allocated
 from pool for the caller to free, only the first server used, EFI_NOT_FOUND for NXDOMAIN.
 """
 
@@ -101,7 +101,7 @@ class Dns6(object):
     def resolve(self, name):
         """(status, [addresses]) of HostNameToIp, polling until the token completes."""
         tok = efidefs.EFI_DNS6_COMPLETION_TOKEN()
-        tok.Status = S.EFI_NOT_READY  # no event: EDK2 lets the caller poll Status (facts 6.2)
+        tok.Status = S.EFI_NOT_READY  # no event: EDK2 lets the caller poll Status (docs/edk2.md section 6.2)
         chars = (ctypes.c_uint16 * (len(name) + 1))(*([ord(c) for c in name] + [0]))  # CHAR16
         status = self.proto.HostNameToIp(byref(self.proto), chars, byref(tok))
         if status != S.EFI_SUCCESS:
@@ -114,7 +114,7 @@ class Dns6(object):
         h2a = tok.RspData.H2AData.contents
         found = [r6.ip6_text(h2a.IpList[i]) for i in range(h2a.IpCount)]
         bs = efiraw.boot_services()
-        # Both allocations are the caller's to free (facts 6.2); the ledger checks it.
+        # Both allocations are the caller's to free (docs/edk2.md section 6.2); the ledger checks it.
         assert bs.FreePool(ctypes.cast(h2a.IpList, ctypes.c_void_p).value) == S.EFI_SUCCESS
         assert bs.FreePool(ctypes.cast(tok.RspData.H2AData, ctypes.c_void_p).value) == S.EFI_SUCCESS
         return tok.Status, found
@@ -131,7 +131,7 @@ def test_host_name_to_ip_asks_for_aaaa_and_returns_ipv6_addresses(machine, serve
     assert status == S.EFI_SUCCESS and found == ["2001:db8::6", "::1"]
     assert server.queries == [("six.test", 28)]
     status, found = dns.resolve(u"nowhere.test")
-    assert status == S.EFI_NOT_FOUND and found == []  # NXDOMAIN (facts 6.2)
+    assert status == S.EFI_NOT_FOUND and found == []  # NXDOMAIN (docs/edk2.md section 6.2)
     assert dns.destroy() == S.EFI_SUCCESS
 
 

@@ -1,4 +1,4 @@
-"""The simulator's EFI_IP4_CONFIG2_PROTOCOL against efi-network-facts.md section 5.2 (EDK2
+"""The simulator's EFI_IP4_CONFIG2_PROTOCOL against docs/edk2.md section 5.2 (EDK2
 Ip4Config2Impl.c), called through ctypes exactly as an application calls it."""
 
 from __future__ import print_function
@@ -59,7 +59,7 @@ class Config2(object):
         return status, data_size.value, buf
 
     def get(self, data_type):
-        """Sized properly: ask for the size first, as facts 5.2 says a caller must."""
+        """Sized properly: ask for the size first, as docs/edk2.md section 5.2 says a caller must."""
         status, needed, _ = self.get_raw(data_type, 0)
         if status != efi.EFI_BUFFER_TOO_SMALL:
             return status, None
@@ -78,7 +78,7 @@ class Config2(object):
         info = d.EFI_IP4_CONFIG2_INTERFACE_INFO.from_buffer(buf)
         routes = []
         if info.RouteTableSize:
-            # The route table sits right after the structure, inside our buffer (facts 5.2).
+            # The route table sits right after the structure, inside our buffer (docs/edk2.md section 5.2).
             assert ctypes.cast(info.RouteTable, ctypes.c_void_p).value == ctypes.addressof(buf) + INFO_SIZE
             for i in range(info.RouteTableSize):
                 r = info.RouteTable[i]
@@ -186,7 +186,7 @@ def test_get_data_buffer_too_small_reports_the_size(config2):
 
 @pytest.mark.machine(static=True, dns_servers=["127.0.0.1:5353"])
 def test_interface_info_of_exact_struct_size_is_too_small_once_routes_exist(config2):
-    # EDK2 quirk (facts 5.2): required size = sizeof(INTERFACE_INFO) + RouteTableSize x 12.
+    # EDK2 quirk (docs/edk2.md section 5.2): required size = sizeof(INTERFACE_INFO) + RouteTableSize x 12.
     status, size, _ = config2.get_raw(INTERFACE_INFO, INFO_SIZE)
     assert (status, size) == (efi.EFI_BUFFER_TOO_SMALL, INFO_SIZE + 2 * ROUTE_SIZE)
 
@@ -214,7 +214,7 @@ def test_set_data_parameter_checks(config2):
     for p in ("edk2", "edk2-2015")])
 def test_dhcp_returns_success_at_once_and_configures_later(machine, config2, profile):
     assert machine.config.firmware == profile
-    # EDK2 quirk (facts 5.2): SetData(Policy=Dhcp) returns EFI_SUCCESS, not EFI_NOT_READY.
+    # EDK2 quirk (docs/edk2.md section 5.2): SetData(Policy=Dhcp) returns EFI_SUCCESS, not EFI_NOT_READY.
     assert config2.set_policy(d.Ip4Config2PolicyDhcp) == efi.EFI_SUCCESS
     assert config2.info()[0] == "0.0.0.0"
     assert wait_for_address(config2) == ADDRESS
@@ -228,7 +228,7 @@ def test_dhcp_returns_success_at_once_and_configures_later(machine, config2, pro
 
 
 def test_dhcp_completion_signals_no_event(config2):
-    # EDK2 quirk (facts 5.2): no notification on DHCP completion, not even for InterfaceInfo.
+    # EDK2 quirk (docs/edk2.md section 5.2): no notification on DHCP completion, not even for InterfaceInfo.
     info_event, dns_event, policy_event = config2.event(), config2.event(), config2.event()
     assert config2.register(INTERFACE_INFO, info_event) == efi.EFI_SUCCESS
     assert config2.register(POLICY, policy_event) == efi.EFI_SUCCESS
@@ -246,7 +246,7 @@ def test_no_dhcp_server_never_configures_and_is_not_retried(machine, config2, mo
     assert config2.set_policy(d.Ip4Config2PolicyDhcp) == efi.EFI_SUCCESS
     assert wait_for_address(config2, 1.0) is None
     assert driver.dhcp is None and driver.dhcp_runs == 1  # gave up; no retry on its own
-    # Dhcp that has not succeeded: setting Dhcp again restarts it (facts 5.2).
+    # Dhcp that has not succeeded: setting Dhcp again restarts it (docs/edk2.md section 5.2).
     assert config2.set_policy(d.Ip4Config2PolicyDhcp) == efi.EFI_SUCCESS
     assert driver.dhcp is not None and driver.dhcp_runs == 2
 
@@ -344,7 +344,7 @@ def test_manual_address_rules(machine, config2):
                           ("127.0.0.5", "0.0.0.0")):      # only 0.0.0.0/0 may have a 0 mask
         assert config2.set(MANUAL_ADDRESS, manual(address, mask)) == efi.EFI_INVALID_PARAMETER
     assert not signalled(event)
-    # Applied synchronously: no DAD for IPv4 (facts 5.2).
+    # Applied synchronously: no DAD for IPv4 (docs/edk2.md section 5.2).
     assert config2.set(MANUAL_ADDRESS, manual("127.0.0.5", MASK)) == efi.EFI_SUCCESS
     assert signalled(event)
     assert config2.info() == ("127.0.0.5", MASK, [("127.0.0.0", MASK, "0.0.0.0")])

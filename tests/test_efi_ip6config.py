@@ -1,7 +1,7 @@
 """Simulated EFI_IP6_CONFIG_PROTOCOL: policies, manual addresses with DAD, notify events, GetData sizes.
 
 Raw EFI only (efi + efidefs through tests/efiraw6.py); the behaviour is that of
-efi-network-facts.md 5.3 and the model's notes in tools/efisim/ip6config.py: link-local at once,
+docs/edk2.md section 5.3 and the model's notes in tools/efisim/ip6config.py: link-local at once,
 the usable address ::1 after SLAAC (policy Automatic) or after DAD on a manual address.
 """
 
@@ -52,7 +52,7 @@ def events():
 
 def test_the_default_is_manual_with_only_a_link_local_address(machine):
     config = r6.Ip6Config()
-    assert config.policy() == T.Ip6ConfigPolicyManual  # EDK2's default (facts 5.3)
+    assert config.policy() == T.Ip6ConfigPolicyManual  # EDK2's default (docs/edk2.md section 5.3)
     assert config.addresses() == [(LINK_LOCAL, 64)]
     for data_type in (T.Ip6ConfigDataTypeManualAddress, T.Ip6ConfigDataTypeGateway, T.Ip6ConfigDataTypeDnsServer):
         assert config.get_raw(data_type)[0] == S.EFI_NOT_FOUND
@@ -96,7 +96,7 @@ def test_policy_automatic_brings_the_address_after_slaac(machine, events):
     assert config.wait_for("::1")
     assert time.time() - started >= 0.15
     assert config.addresses() == [(LINK_LOCAL, 64), ("::1", 128)]
-    # Under Automatic the manual items are not settable (facts 5.3 / Ip6Config.h).
+    # Under Automatic the manual items are not settable (docs/edk2.md section 5.3 / Ip6Config.h).
     entry = r6.manual_address("::1")
     assert config.set(T.Ip6ConfigDataTypeManualAddress, entry) == S.EFI_WRITE_PROTECTED
     assert config.set(T.Ip6ConfigDataTypeGateway, r6.ip6("fe80::1")) == S.EFI_WRITE_PROTECTED

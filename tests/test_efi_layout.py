@@ -1,4 +1,4 @@
-"""bitsnet.efidefs against the x64 sizes and offsets of efi-network-facts.md (computed there by
+"""bitsnet.efidefs against the x64 sizes and offsets of docs/edk2.md (computed there by
 compiling the real MdePkg headers). A wrong alignment here would make every firmware call
 read garbage, so each number is pinned."""
 
@@ -66,7 +66,7 @@ def test_size_and_offsets_match_edk2_x64(cls, size, offsets):
 
 
 def test_addresses_have_alignment_one():
-    # What puts EFI_TCP4_ACCESS_POINT.StationAddress at offset 1 (facts section 1.2).
+    # What puts EFI_TCP4_ACCESS_POINT.StationAddress at offset 1 (docs/edk2.md section 1.2).
     assert ctypes.alignment(d.EFI_IPv4_ADDRESS) == 1
     assert ctypes.alignment(d.EFI_IPv6_ADDRESS) == 1
 
@@ -107,7 +107,7 @@ def test_every_guid_is_named_and_protocols_carry_theirs():
     assert d.EFI_TCP4_PROTOCOL.guid == d.EFI_TCP4_PROTOCOL_GUID
     assert d.EFI_TCP4_SERVICE_BINDING_PROTOCOL.guid == d.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
     assert d.EFI_IP4_CONFIG2_PROTOCOL.guid == d.EFI_IP4_CONFIG2_PROTOCOL_GUID
-    # facts section 2.5 spells the byte form out for the TCP4 service binding
+    # docs/edk2.md section 2.5 spells the byte form out for the TCP4 service binding
     assert d.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID.bytes_le[8:] == bytearray(
         [0xBA, 0xF7, 0xD3, 0xC3, 0x3A, 0x1C, 0x7C, 0xC9])
 
@@ -158,7 +158,7 @@ def test_udp4_fragment_variants_use_udp_fragments():
 
 
 IPV6_LAYOUT = [
-    # facts 3.1: no UseDefaultAddress/SubnetMask in the TCP6 access point
+    # docs/edk2.md section 3.1: no UseDefaultAddress/SubnetMask in the TCP6 access point
     (d.EFI_TCP6_ACCESS_POINT, 38, {"StationAddress": 0, "StationPort": 16, "RemoteAddress": 18, "RemotePort": 34,
                                    "ActiveFlag": 36}),
     (d.EFI_TCP6_OPTION, 48, {"ReceiveBufferSize": 0, "KeepAliveInterval": 36, "EnableNagle": 40,
@@ -173,7 +173,7 @@ IPV6_LAYOUT = [
                                     "FragmentTable": 16}),
     (d.EFI_TCP6_IO_TOKEN, 24, {"CompletionToken": 0, "Packet": 16}),
     (d.EFI_TCP6_CLOSE_TOKEN, 24, {"CompletionToken": 0, "AbortOnClose": 16}),
-    # facts 3.2: no Routes slot, so Connect..Poll sit one slot earlier than in TCP4
+    # docs/edk2.md section 3.2: no Routes slot, so Connect..Poll sit one slot earlier than in TCP4
     (d.EFI_TCP6_PROTOCOL, 72, {"GetModeData": 0, "Configure": 8, "Connect": 16, "Accept": 24, "Transmit": 32,
                                "Receive": 40, "Close": 48, "Cancel": 56, "Poll": 64}),
     (d.EFI_UDP6_CONFIG_DATA, 52, {"AcceptPromiscuous": 0, "AcceptAnyPort": 1, "AllowDuplicatePort": 2,
@@ -187,10 +187,10 @@ IPV6_LAYOUT = [
     (d.EFI_UDP6_RECEIVE_DATA, 88, {"TimeStamp": 0, "RecycleSignal": 16, "UdpSession": 24, "DataLength": 60,
                                    "FragmentCount": 64, "FragmentTable": 72}),
     (d.EFI_UDP6_COMPLETION_TOKEN, 24, {"Event": 0, "Status": 8, "Packet": 16}),
-    # facts 4.1: GetModeData, Configure, Groups, Transmit, Receive, Cancel, Poll (no Routes)
+    # docs/edk2.md section 4.1: GetModeData, Configure, Groups, Transmit, Receive, Cancel, Poll (no Routes)
     (d.EFI_UDP6_PROTOCOL, 56, {"GetModeData": 0, "Configure": 8, "Groups": 16, "Transmit": 24, "Receive": 32,
                                "Cancel": 40, "Poll": 48}),
-    # facts 5.3
+    # docs/edk2.md section 5.3
     (d.EFI_IP6_CONFIG_INTERFACE_INFO, 136, {"Name": 0, "IfType": 64, "HwAddressSize": 68, "HwAddress": 72,
                                             "AddressInfoCount": 104, "AddressInfo": 112, "RouteCount": 120,
                                             "RouteTable": 128}),
@@ -200,7 +200,7 @@ IPV6_LAYOUT = [
     (d.EFI_IP6_CONFIG_DUP_ADDR_DETECT_TRANSMITS, 4, {"DupAddrDetectTransmits": 0}),
     (d.EFI_IP6_CONFIG_PROTOCOL, 32, {"SetData": 0, "GetData": 8, "RegisterDataNotify": 16,
                                      "UnregisterDataNotify": 24}),
-    # facts 6.1: DNS6 counts servers in a UINT32 after the station address
+    # docs/edk2.md section 6.1: DNS6 counts servers in a UINT32 after the station address
     (d.EFI_DNS6_CONFIG_DATA, 40, {"EnableDnsCache": 0, "Protocol": 1, "StationIp": 2, "LocalPort": 18,
                                   "DnsServerCount": 20, "DnsServerList": 24, "RetryCount": 32, "RetryInterval": 36}),
     (d.DNS6_HOST_TO_ADDR_DATA, 16, {"IpCount": 0, "IpList": 8}),

@@ -1,5 +1,5 @@
-"""One test per EDK2 TcpDxe quirk the simulator reproduces, named after it (efi-network-facts.md 3,
-bits-efi-api.md items 2-5). Each quirk is written the same way in tools/efisim/tcp4.py or tcp4_tcb.py."""
+"""One test per EDK2 TcpDxe quirk the simulator reproduces, named after it (docs/edk2.md section 3,
+docs/bits-efi.md sections 2-5). Each quirk is written the same way in tools/efisim/tcp4.py or tcp4_tcb.py."""
 
 from __future__ import print_function
 
@@ -120,7 +120,7 @@ def test_use_default_address_before_dhcp_is_no_mapping_until_reconfigured(machin
     cfg = efiraw.config_data(station="0.0.0.0", mask="0.0.0.0", use_default=True, remote=peers.HOST, rport=80)
     assert machine.drivers["ip4config2"].policy == efidefs.Ip4Config2PolicyStatic
     assert child.configure(cfg) == S.EFI_NO_MAPPING
-    # Side effect (facts 3.7): policy Static without an address switches to Dhcp.
+    # Side effect (docs/edk2.md section 3.7): policy Static without an address switches to Dhcp.
     assert machine.drivers["ip4config2"].policy == efidefs.Ip4Config2PolicyDhcp
     status, tok = child.connect()
     assert status == S.EFI_NO_MAPPING
@@ -149,7 +149,7 @@ def test_use_default_address_before_dhcp_is_no_mapping_until_reconfigured(machin
 def test_old_stack_use_default_address_is_already_started(machine):
     child = efiraw.Tcp4()
     cfg = efiraw.config_data(station="0.0.0.0", mask="0.0.0.0", use_default=True, remote=peers.HOST, rport=80)
-    assert child.configure(cfg) == S.EFI_ALREADY_STARTED  # bits-efi-api.md item 2
+    assert child.configure(cfg) == S.EFI_ALREADY_STARTED  # docs/bits-efi.md section 2
     assert child.configure(efiraw.config_data(remote=peers.HOST, rport=80)) == S.EFI_SUCCESS  # explicit works
     assert child.destroy() == S.EFI_SUCCESS
 
@@ -163,7 +163,7 @@ def test_cancel(booted, firmware):
         stranger = efiraw.Token(efidefs.EFI_TCP4_IO_TOKEN)
         child.tokens.append(stranger)
         if firmware == "edk2-2015":
-            # EDK2 quirk (MdeModulePkg Tcp4Dxe, bits-efi-api.md item 5): Cancel is not implemented.
+            # EDK2 quirk (MdeModulePkg Tcp4Dxe, docs/bits-efi.md section 5): Cancel is not implemented.
             assert child.cancel(first) == S.EFI_UNSUPPORTED
             assert child.cancel(None) == S.EFI_UNSUPPORTED
             assert not first.check()
@@ -190,7 +190,7 @@ def test_cancel_on_unconfigured_child_is_not_started(machine):
 def test_children_and_ip4_routes(booted, firmware):
     # The child's subnet is 127.0.N.0/24 (N: the test slot, 0 alone), so a peer on 127.0.N+1.1 is
     # off-link: it needs a route.
-    # EDK2 quirk (edk2-2015 Tcp4Dxe, bits-efi-api.md item 3): TCP4 children ignore the IP4
+    # EDK2 quirk (edk2-2015 Tcp4Dxe, docs/bits-efi.md section 3): TCP4 children ignore the IP4
     # routes of the interface; only a Routes() call on the child makes the peer reachable.
     subnet = efiraw.STATION.rsplit(".", 1)[0]
     off_link = "127.0.%d.1" % (int(subnet.split(".")[2]) + 1)
@@ -219,7 +219,7 @@ def test_children_and_ip4_routes(booted, firmware):
 
 @pytest.mark.machine(static=True)
 def test_calls_from_a_notify_function_are_access_denied(machine):
-    # EfiAcquireLockOrFail on the socket lock (facts 2.3): a call made at TPL_CALLBACK, e.g. from a
+    # EfiAcquireLockOrFail on the socket lock (docs/edk2.md section 2.3): a call made at TPL_CALLBACK, e.g. from a
     # notify function, gets EFI_ACCESS_DENIED; Poll and GetModeData take no lock.
     seen = []
     with peers.EchoPeer() as peer:
@@ -244,7 +244,7 @@ def test_calls_from_a_notify_function_are_access_denied(machine):
 
 @pytest.mark.machine(static=True)
 def test_passive_on_station_zero_never_sees_a_connection(machine):
-    # bits-efi-api.md item 4: a listener on 0.0.0.0/0 is accepted but not served.
+    # docs/bits-efi.md section 4: a listener on 0.0.0.0/0 is accepted but not served.
     child = efiraw.Tcp4()
     assert child.configure(efiraw.config_data(station="0.0.0.0", mask="0.0.0.0", port=conftest.port(1), active=False)) \
         == S.EFI_SUCCESS

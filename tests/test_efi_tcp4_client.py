@@ -1,7 +1,7 @@
 """Simulated TcpDxe, active side: Connect, Transmit, Receive against real peers on loopback.
 
 Raw EFI only (efi + efidefs through tests/efiraw.py), as a BITS script would call it; the
-statuses asserted are the call-time and completion-time ones of efi-network-facts.md 3.3.
+statuses asserted are the call-time and completion-time ones of docs/edk2.md section 3.3.
 """
 
 from __future__ import print_function
@@ -45,7 +45,7 @@ def test_active_open_http_get(profile, tmpdir):
 
 
 def test_connect_to_closed_port_completes_with_connection_reset(machine):
-    # EDK2 quirk (TcpDxe, facts 3.3 Connect / 3.6): RST to our SYN is EFI_CONNECTION_RESET.
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Connect / 3.6): RST to our SYN is EFI_CONNECTION_RESET.
     child = efiraw.Tcp4()
     assert child.configure(efiraw.config_data(remote=peers.HOST, rport=peers.closed_port())) == S.EFI_SUCCESS
     status, tok = child.connect()
@@ -53,7 +53,7 @@ def test_connect_to_closed_port_completes_with_connection_reset(machine):
     assert tok.wait(child) == S.EFI_CONNECTION_RESET
     assert child.state() == efidefs.Tcp4StateClosed
     status, rx = child.receive(10)
-    assert status == S.EFI_ACCESS_DENIED  # facts 3.5: after RST, I/O is refused at call time
+    assert status == S.EFI_ACCESS_DENIED  # docs/edk2.md section 3.5: after RST, I/O is refused at call time
     assert child.destroy() == S.EFI_SUCCESS
 
 
@@ -63,7 +63,7 @@ def test_connect_can_be_retried_on_the_same_child(machine):
     assert child.configure(efiraw.config_data(remote=peers.HOST, rport=port)) == S.EFI_SUCCESS
     status, tok = child.connect()
     assert tok.wait(child) == S.EFI_CONNECTION_RESET
-    status, tok = child.connect()  # facts 3.3: Closed and still configured active -> allowed again
+    status, tok = child.connect()  # docs/edk2.md section 3.3: Closed and still configured active -> allowed again
     assert status == S.EFI_SUCCESS and tok.wait(child) == S.EFI_CONNECTION_RESET
     assert child.destroy() == S.EFI_SUCCESS
 
@@ -123,7 +123,7 @@ def test_receive_partial_synchronous_and_lengths_rewritten(machine):
     deadline = time.time() + 5
     while time.time() < deadline and sum(len(c.rx) for c in tcp4.children.values()) < len(data):
         child.poll()  # frames enter the receive buffer even with no Receive posted
-    # Buffered data: the token is completed, partially, before Receive returns (facts 3.3).
+    # Buffered data: the token is completed, partially, before Receive returns (docs/edk2.md section 3.3).
     status, tok = child.receive(100)
     assert status == S.EFI_SUCCESS
     assert tok.check() and tok.status == S.EFI_SUCCESS
@@ -149,7 +149,7 @@ def test_peer_fin_token_status_then_function_result(machine):
     status, first = child.receive(3)
     status, second = child.receive(3)  # pending when the FIN arrives
     assert first.wait(child) == S.EFI_SUCCESS and efiraw.received(first) == b"bye"
-    # EDK2 quirk (TcpDxe, facts 3.3 Receive): pending tokens complete with EFI_CONNECTION_FIN...
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): pending tokens complete with EFI_CONNECTION_FIN...
     assert second.wait(child) == S.EFI_CONNECTION_FIN
     assert child.state() == efidefs.Tcp4StateCloseWait
     # ...and afterwards Receive() *returns* EFI_CONNECTION_FIN itself, signalling nothing.
@@ -231,10 +231,10 @@ def test_get_mode_data(machine):
     assert status == S.EFI_SUCCESS
     ap = cfg.AccessPoint
     assert efidefs.ipv4_text(ap.StationAddress) == efiraw.STATION and efidefs.ipv4_text(ap.SubnetMask) == "255.0.0.0"
-    assert 1025 <= ap.StationPort <= 2048  # facts 3.8: ephemeral counter starts in 1024..2047
+    assert 1025 <= ap.StationPort <= 2048  # docs/edk2.md section 3.8: ephemeral counter starts in 1024..2047
     assert efidefs.ipv4_text(ap.RemoteAddress) == peers.HOST and ap.RemotePort == 8080 and ap.ActiveFlag
     assert cfg.TimeToLive == 64
-    assert option.ReceiveBufferSize == 2 * 1024 * 1024  # out of range -> default (facts 3.9)
+    assert option.ReceiveBufferSize == 2 * 1024 * 1024  # out of range -> default (docs/edk2.md section 3.9)
     assert option.MaxSynBackLog == 7 and option.ConnectionTimeout == 75
     assert not option.EnableSelectiveAck and not option.EnablePathMtuDiscovery
     ip4 = efidefs.EFI_IP4_MODE_DATA()
@@ -255,7 +255,7 @@ def test_ephemeral_ports_are_sequential(machine):
     for child in (first, second):
         assert child.configure(efiraw.config_data(remote=peers.HOST, rport=80)) == S.EFI_SUCCESS
         ports.append(child.mode()[1].AccessPoint.StationPort)
-    assert ports[1] == ports[0] + 1  # a driver-global counter, pre-incremented (facts 3.8)
+    assert ports[1] == ports[0] + 1  # a driver-global counter, pre-incremented (docs/edk2.md section 3.8)
     assert first.configure(None) == S.EFI_SUCCESS
     assert first.configure(efiraw.config_data(remote=peers.HOST, rport=80)) == S.EFI_SUCCESS
     assert first.mode()[1].AccessPoint.StationPort == ports[1] + 1  # not reused: the counter moves on

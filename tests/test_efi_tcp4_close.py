@@ -1,5 +1,5 @@
 """Simulated TcpDxe, closing: graceful Close and its timers, abort, RST on unread data,
-Configure(NULL) and DestroyChild flushing tokens (efi-network-facts.md 3.3 Close/Configure, 3.6)."""
+Configure(NULL) and DestroyChild flushing tokens (docs/edk2.md section 3.3 Close/Configure, section 3.6)."""
 
 from __future__ import print_function
 
@@ -72,7 +72,7 @@ def test_graceful_close_first_waits_in_time_wait(pair):
     status, took, seen = _states_until(child, tok, 5)
     assert status == S.EFI_SUCCESS
     assert efidefs.Tcp4StateTimeWait in seen
-    assert 1.6 <= took <= 4.0  # TIME_WAIT 2 s, in 200 ms ticks (facts 3.3); loose upper bound
+    assert 1.6 <= took <= 4.0  # TIME_WAIT 2 s, in 200 ms ticks (docs/edk2.md section 3.3); loose upper bound
     assert child.state() == efidefs.Tcp4StateClosed
     status, rtok = child.receive(10)
     assert status == S.EFI_ACCESS_DENIED
@@ -100,7 +100,7 @@ def test_fin_wait_2_times_out_when_the_peer_never_closes(pair):
     status, took, seen = _states_until(child, tok, 5)
     assert status == S.EFI_SUCCESS and efidefs.Tcp4StateFinWait2 in seen
     assert 1.6 <= took <= 4.0  # FinTimeout 2 s
-    conn.sendall(b"late")  # no TCB any more: answered with RST (facts 3.6)
+    conn.sendall(b"late")  # no TCB any more: answered with RST (docs/edk2.md section 3.6)
     with pytest.raises(socket.error) as info:
         for _ in range(50):
             conn.sendall(b"x")  # fails once the RST is in
@@ -116,7 +116,7 @@ def test_close_with_unread_data_resets(pair):
     while time.time() < deadline and not any(c.rx for c in _driver(child).children.values()):
         child.poll()
     status, tok = child.close()
-    # EDK2 quirk (TcpDxe, facts 3.3 Close): unread data turns the graceful close into an RST,
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Close): unread data turns the graceful close into an RST,
     # and the close completes at once.
     assert status == S.EFI_SUCCESS and tok.check() and tok.status == S.EFI_SUCCESS
     with pytest.raises(socket.error) as info:
@@ -149,7 +149,7 @@ def test_second_close_while_closing_is_access_denied(pair):
     status, again = child.close()
     assert status == S.EFI_ACCESS_DENIED
     status, rtok = child.receive(10)
-    assert status == S.EFI_ACCESS_DENIED  # no half-close after Close() (facts 3.3)
+    assert status == S.EFI_ACCESS_DENIED  # no half-close after Close() (docs/edk2.md section 3.3)
     status, ttok = child.transmit(b"x")
     assert status == S.EFI_ACCESS_DENIED
     assert child.configure(None) == S.EFI_SUCCESS
@@ -171,7 +171,7 @@ def test_configure_null_flushes_every_token_with_aborted_and_forgets_silently(pa
     conn.settimeout(0.3)
     with pytest.raises(socket.timeout):
         conn.recv(10)
-    # ...until it sends: a segment for no TCB is answered with RST (facts 3.6).
+    # ...until it sends: a segment for no TCB is answered with RST (docs/edk2.md section 3.6).
     conn.settimeout(5)
     conn.sendall(b"anyone?")
     with pytest.raises(socket.error) as info:

@@ -1,4 +1,4 @@
-"""Simulated TcpDxe, passive side: listeners, Accept, backlog, ports (efi-network-facts.md 3.3, 3.8)."""
+"""Simulated TcpDxe, passive side: listeners, Accept, backlog, ports (docs/edk2.md sections 3.3, 3.8)."""
 
 from __future__ import print_function
 
@@ -130,7 +130,7 @@ def test_backlog_full_drops_the_syn(machine):
     try:
         for _ in range(200):
             listener.poll()
-        # EDK2 quirk (TcpDxe, facts 3.3 Accept): with `backlog` unaccepted children the SYN is
+        # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Accept): with `backlog` unaccepted children the SYN is
         # silently dropped -- the further connections never reach the EFI side.
         assert len(_pending(machine, listener)) == backlog
         status, ltok = listener.accept()
@@ -166,7 +166,7 @@ def test_accept_checks(machine):
 def test_explicit_port_clash_is_invalid_parameter(machine):
     listener, port = efiraw.listening_child()
     other = efiraw.Tcp4()
-    # EDK2 quirk (TcpDxe, facts 3.8): a clash is EFI_INVALID_PARAMETER, not EFI_ACCESS_DENIED.
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.8): a clash is EFI_INVALID_PARAMETER, not EFI_ACCESS_DENIED.
     assert other.configure(efiraw.config_data(port=port, active=False)) == S.EFI_INVALID_PARAMETER
     assert other.configure(efiraw.config_data(port=port, remote=peers.HOST, rport=80)) == S.EFI_INVALID_PARAMETER
     # Matching is by exact address: another station address on the same port is fine.

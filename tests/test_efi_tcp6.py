@@ -1,7 +1,7 @@
 """Simulated TcpDxe, TCP6 side: Configure, Connect, Accept, Transmit, Receive, Close against real peers on [::1].
 
 Raw EFI only (efi + efidefs through tests/efiraw6.py), as a BITS script would call it; the
-statuses asserted are those of efi-network-facts.md 3.3 (TCP6 parameter checks), 3.7 (StationAddress
+statuses asserted are those of docs/edk2.md section 3.3 (TCP6 parameter checks), section 3.7 (StationAddress
 :: and EFI_NO_MAPPING), 3.8 (ports) and 3.2 (no Routes slot).
 """
 
@@ -56,7 +56,7 @@ def _close(child):
 
 def test_connect_transmit_receive_and_graceful_close_with_a_peer_on_v6_loopback(machine):
     peer = _Peer(_echo_until_eof)
-    # TimeWaitTimeout 0 is accepted and skips TIME_WAIT (facts 3.9): no 2 s wait for the close.
+    # TimeWaitTimeout 0 is accepted and skips TIME_WAIT (docs/edk2.md section 3.9): no 2 s wait for the close.
     child = r6.connected6(peer.port, option=efidefs.EFI_TCP6_OPTION(TimeWaitTimeout=0, EnableNagle=True))
     assert child.state() == efidefs.Tcp6StateEstablished
     status, cfg = child.mode()
@@ -115,7 +115,7 @@ def test_connect_to_a_closed_port_is_reset_and_a_peer_rst_resets_the_connection(
     assert child.configure(r6.tcp6_config(remote="::1", rport=closed)) == S.EFI_SUCCESS
     status, tok = child.connect()
     assert status == S.EFI_SUCCESS
-    # EDK2 quirk (facts 3.3 Connect): RST to the SYN is EFI_CONNECTION_RESET, not _REFUSED.
+    # EDK2 quirk (docs/edk2.md section 3.3 Connect): RST to the SYN is EFI_CONNECTION_RESET, not _REFUSED.
     assert tok.wait(child) == S.EFI_CONNECTION_RESET
     assert child.destroy() == S.EFI_SUCCESS
 
@@ -149,7 +149,8 @@ def test_configure_checks_tcp6_access_points(machine, kwargs, expected):
     if expected == S.EFI_SUCCESS:
         assert child.configure(r6.tcp6_config(**kwargs)) == S.EFI_ACCESS_DENIED  # configured: reset first
         assert child.configure(None) == S.EFI_SUCCESS
-    assert child.configure(None) == S.EFI_ACCESS_DENIED  # facts 3.3: only a configured child may be reset
+    # docs/edk2.md section 3.3: only a configured child may be reset
+    assert child.configure(None) == S.EFI_ACCESS_DENIED
     assert child.destroy() == S.EFI_SUCCESS
 
 
@@ -163,7 +164,7 @@ def test_sack_and_pmtu_options_are_unsupported_and_garbage_free_options_apply(ma
     status, _ = child.mode(option=out)
     assert status == S.EFI_SUCCESS
     assert out.MaxSynBackLog == 5 and not out.EnableNagle
-    assert out.ReceiveBufferSize == 2 * 1024 * 1024  # 0 is out of range: the default (facts 3.9)
+    assert out.ReceiveBufferSize == 2 * 1024 * 1024  # 0 is out of range: the default (docs/edk2.md section 3.9)
     assert child.destroy() == S.EFI_SUCCESS
 
 
@@ -188,7 +189,7 @@ def test_tcp4_and_tcp6_ephemeral_counters_start_at_the_same_port(machine):
     status6, cfg6 = six.mode()
     assert status4 == status6 == S.EFI_SUCCESS
     # Equal -- unless a parallel test process holds that port on the one ::1 the lanes share,
-    # in which case TCP6 skips ahead (a port in use is skipped, facts 3.8).
+    # in which case TCP6 skips ahead (a port in use is skipped, docs/edk2.md section 3.8).
     assert 0 <= cfg6.AccessPoint.StationPort - cfg4.AccessPoint.StationPort < 16
     assert 1024 < cfg4.AccessPoint.StationPort <= 2048
     assert four.destroy() == S.EFI_SUCCESS
@@ -199,7 +200,7 @@ def test_ip6_mode_data_lists_the_addresses_in_pool_the_caller_frees(machine):
     child = r6.Tcp6()
     mode = efidefs.EFI_IP6_MODE_DATA()
     status, _ = child.mode(ip_mode=mode)
-    assert status == S.EFI_NOT_STARTED  # ConfigData asked of an unconfigured child (facts 3.3)
+    assert status == S.EFI_NOT_STARTED  # ConfigData asked of an unconfigured child (docs/edk2.md section 3.3)
     assert child.configure(r6.tcp6_config(active=False)) == S.EFI_SUCCESS
     status, _ = child.mode(ip_mode=mode)
     assert status == S.EFI_SUCCESS
@@ -208,7 +209,7 @@ def test_ip6_mode_data_lists_the_addresses_in_pool_the_caller_frees(machine):
     addresses = [(r6.ip6_text(mode.AddressList[i].Address), mode.AddressList[i].PrefixLength)
                  for i in range(mode.AddressCount)]
     assert addresses == [("fe80::5054:ff:fe12:3456", 64), ("::1", 128)]
-    # IPv6 mode data tables are the caller's to free (facts 3.3); the ledger checks it is freed.
+    # IPv6 mode data tables are the caller's to free (docs/edk2.md section 3.3); the ledger checks it is freed.
     pool = ctypes.cast(mode.AddressList, ctypes.c_void_p).value
     assert efiraw.boot_services().FreePool(pool) == S.EFI_SUCCESS
     assert child.destroy() == S.EFI_SUCCESS
@@ -257,7 +258,7 @@ def test_under_the_default_manual_policy_there_is_never_a_mapping(machine):
     time.sleep(0.5)  # longer than ipv6_delay: nothing is coming
     assert child.configure(cfg) == S.EFI_NO_MAPPING
     config = r6.Ip6Config()
-    assert config.policy() == efidefs.Ip6ConfigPolicyManual  # unlike IP4 (facts 3.7), IP6 starts nothing
+    assert config.policy() == efidefs.Ip6ConfigPolicyManual  # unlike IP4 (docs/edk2.md section 3.7), IP6 starts nothing
     # The link-local address is there, and an explicit link-local station is accepted.
     link_local = config.addresses()[0][0]
     assert link_local.startswith("fe80::")
@@ -292,7 +293,7 @@ def test_cancel_a_pending_receive_and_abort_with_rst(machine):
     assert close_tok.wait(child) == S.EFI_SUCCESS
     release.set()
     peer.join()
-    assert seen == [errno.ECONNRESET]  # AbortOnClose sends RST (facts 3.3 Close)
+    assert seen == [errno.ECONNRESET]  # AbortOnClose sends RST (docs/edk2.md section 3.3 Close)
     assert child.destroy() == S.EFI_SUCCESS
 
 

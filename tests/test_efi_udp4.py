@@ -1,4 +1,4 @@
-"""The simulator's EFI_UDP4_PROTOCOL against efi-network-facts.md section 4.2 (EDK2 Udp4Dxe),
+"""The simulator's EFI_UDP4_PROTOCOL against docs/edk2.md section 4.2 (EDK2 Udp4Dxe),
 called through ctypes exactly as a BITS script calls it, with real UDP peers on loopback."""
 
 from __future__ import print_function
@@ -242,7 +242,7 @@ def test_service_binding_and_children_are_counted(machine):
 
 
 def test_configure_null_on_unconfigured_is_a_noop(children):
-    # EDK2 quirk (Udp4Dxe, facts 4.2): SUCCESS, unlike TCP4's ACCESS_DENIED.
+    # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): SUCCESS, unlike TCP4's ACCESS_DENIED.
     assert children().configure(None) == efi.EFI_SUCCESS
 
 
@@ -293,7 +293,7 @@ def test_port_clash_is_access_denied_unless_duplicates_allowed(children, peer):
     assert second.configure(config_data(port=port)) == efi.EFI_ACCESS_DENIED
     assert second.configure(config_data(port=port, station="127.0.0.3")) == efi.EFI_SUCCESS  # exact address
     assert third.configure(config_data(port=port, AllowDuplicatePort=True)) == efi.EFI_SUCCESS
-    # Every instance on the port gets its own copy of each datagram (facts 4.2).
+    # Every instance on the port gets its own copy of each datagram (docs/edk2.md section 4.2).
     peer.sendto(b"to both", (STATION, port))
     assert first.recv()[0] == b"to both"
     assert third.recv()[0] == b"to both"
@@ -348,7 +348,7 @@ def test_transmit_parameter_rules(children):
         dict(destination=PEER, dport=9, event=False),  # Event NULL
         dict(destination=PEER, dport=9, lengths=[]),  # FragmentCount 0
         dict(destination=PEER, dport=9, lengths=[1, 0]),  # a zero-length fragment
-        dict(data=b"", destination=PEER, dport=9),  # zero-length datagram: not sendable (facts 4.2)
+        dict(data=b"", destination=PEER, dport=9),  # zero-length datagram: not sendable (docs/edk2.md section 4.2)
         dict(destination=PEER, dport=9, data_length=5),  # sum of fragments != DataLength
         dict(),  # no destination: no session data and no configured remote
         dict(destination=PEER, dport=0),  # no destination port anywhere
@@ -471,7 +471,7 @@ def test_datagrams_queue_without_a_token_and_complete_receive_at_once(machine, c
     for i in range(3):
         status, tok = child.receive()
         assert status == efi.EFI_SUCCESS
-        assert tok.check(), "a queued datagram completes Receive synchronously (facts 4.2)"
+        assert tok.check(), "a queued datagram completes Receive synchronously (docs/edk2.md section 4.2)"
         assert take(tok)[0] == b"d%d" % i
 
 
@@ -593,7 +593,7 @@ def test_tx_fail_fault(children, peer):
 
 
 def test_broadcast_remote_is_only_checked_without_default_address(children):
-    # EDK2 (Udp4Configure, facts 4.2): the RemoteAddress check is part of the explicit-address
+    # EDK2 (Udp4Configure, docs/edk2.md section 4.2): the RemoteAddress check is part of the explicit-address
     # validation, so with UseDefaultAddress a 255.255.255.255 remote is accepted.
     child = children()
     cfg = config_data(use_default=True, station="0.0.0.0", mask="0.0.0.0", remote="255.255.255.255", rport=9)

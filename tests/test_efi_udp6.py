@@ -1,7 +1,7 @@
 """Simulated Udp6Dxe: Configure, Transmit, Receive, Groups against real peers on [::1].
 
 Raw EFI only (efi + efidefs through tests/efiraw6.py); the statuses are those of
-efi-network-facts.md 4.2 ("Udp6 is parallel" to Udp4), 3.7 (EFI_NO_MAPPING) and 4.1 (no Routes).
+docs/edk2.md section 4.2 ("Udp6 is parallel" to Udp4), section 3.7 (EFI_NO_MAPPING) and section 4.1 (no Routes).
 """
 
 from __future__ import print_function
@@ -104,7 +104,7 @@ def test_transmit_checks(machine, peer):
     assert status == S.EFI_INVALID_PARAMETER
     status, _ = child.transmit(b"x", "::1", 0)  # no destination port anywhere
     assert status == S.EFI_INVALID_PARAMETER
-    status, _ = child.transmit(b"", "::1", 9)  # facts 4.2: a zero-length fragment is invalid
+    status, _ = child.transmit(b"", "::1", 9)  # docs/edk2.md section 4.2: a zero-length fragment is invalid
     assert status == S.EFI_INVALID_PARAMETER
     status, _ = child.transmit(b"x" * 65528, "::1", 9)
     assert status == S.EFI_BAD_BUFFER_SIZE
@@ -115,7 +115,7 @@ def test_configure_checks_and_reconfiguration(machine):
     child = r6.Udp6()
     assert child.configure(r6.udp6_config(remote="ff02::1", rport=9)) == S.EFI_INVALID_PARAMETER
     assert child.configure(r6.udp6_config(station="2001:db8::7")) == S.EFI_INVALID_PARAMETER
-    assert child.configure(None) == S.EFI_SUCCESS  # unconfigured: a no-op (facts 4.2)
+    assert child.configure(None) == S.EFI_SUCCESS  # unconfigured: a no-op (docs/edk2.md section 4.2)
     cfg = r6.udp6_config(port=0)
     assert child.configure(cfg) == S.EFI_SUCCESS
     status, stored = child.mode()
@@ -167,7 +167,7 @@ def test_no_mapping_until_the_address_is_usable(machine, peer):
     cfg = r6.udp6_config(remote="::1", rport=peer.getsockname()[1])
     assert child.configure(cfg) == S.EFI_NO_MAPPING
     status, _ = child.transmit(b"x")
-    assert status == S.EFI_NO_MAPPING  # facts 4.2: no-mapping before not-started
+    assert status == S.EFI_NO_MAPPING  # docs/edk2.md section 4.2: no-mapping before not-started
     status, _ = child.mode()
     assert status == S.EFI_NOT_STARTED
     assert r6.Ip6Config().wait_for("::1")

@@ -24,7 +24,7 @@ from processes import ledger
 S = efi
 MSS = 1460
 # Every whole-program run is repeated with these seeds; BITSNET_FAULT_SEEDS=N runs N of them
-# (e.g. 20 to look for rare stalls, issue 20 item 3).
+# (e.g. 20 to look for rare stalls, docs/architecture.md section 6.3).
 SEEDS = tuple(range(1, 1 + max(1, int(os.environ.get("BITSNET_FAULT_SEEDS", "3")))))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW_HTTP_GET = os.path.join(ROOT, "tests", "scripts", "raw_http_get.py")
@@ -207,7 +207,7 @@ def test_create_child_fails_with_out_of_resources(machine):
 
 @pytest.mark.machine(static=True, faults="poll_fail=1")
 def test_poll_fail_is_hostile_but_the_timer_still_delivers(machine):
-    # Not EDK2: TcpDxe's Poll always returns EFI_SUCCESS (facts 3.3); this fault is for programs
+    # Not EDK2: TcpDxe's Poll always returns EFI_SUCCESS (docs/edk2.md section 3.3); this fault is for programs
     # that must not trust Poll's status. Frames still arrive on MNP's 10 ms timer.
     with peers.EchoPeer() as peer:
         child = efiraw.connected_child(peer.port)

@@ -1,5 +1,5 @@
 """The simulator's fault injection, pacing and asynchrony at EFI level (tools/efisim/faults.py,
-efi-network-facts.md 3.4), and the leak ledger's view of a child nobody destroyed."""
+docs/edk2.md section 3.4), and the leak ledger's view of a child nobody destroyed."""
 
 from __future__ import print_function
 

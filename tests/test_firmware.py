@@ -1,4 +1,4 @@
-"""Boot-service conformance of the simulated firmware (efi-network-facts.md section 2.3, EDK2
+"""Boot-service conformance of the simulated firmware (docs/edk2.md section 2.3, EDK2
 MdeModulePkg/Core/Dxe/Event and Hand): events and TPL, CheckEvent/WaitForEvent rules, notify
 functions, LocateHandle sizing, and the pool ledger -- all called through the system table."""
 

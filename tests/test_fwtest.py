@@ -1,4 +1,4 @@
-"""Fidelity against real firmware (issue 4): the fwtest scenarios on the simulator versus OVMF.
+"""Fidelity against real firmware (docs/simulator.md section 6): the fwtest scenarios on the simulator versus OVMF.
 
 The simulator half always runs: every scenario in tests/firmware/scenarios runs through
 efisim.scenario against real loopback peers and must reproduce the OVMF trace recorded in
@@ -80,7 +80,7 @@ def test_simulator_matches_recorded_ovmf_trace(peers):
 
 
 def test_recorded_trace_covers_the_core_behaviours():
-    """The recorded OVMF trace holds the facts the simulator is tuned to (facts sections 3 and 5)."""
+    """The recorded OVMF trace holds the facts the simulator is tuned to (docs/edk2.md sections 3 and 5)."""
     recorded = fwtest.read_recorded()
     assert "L11 configure -> NO_MAPPING" in recorded["00_ip4_nomapping"]
     assert "L3 ip4-info -> BUFFER_TOO_SMALL size=152" in recorded["01_ip4_info_sizing"]

@@ -1,4 +1,4 @@
-"""Hostile and wrong input (issue 7 item 6): every public function and method of bitsnet's
+"""Hostile and wrong input (docs/testing.md section 3.6): every public function and method of bitsnet's
 ``_socket`` and ``select`` answers it with the exception CPython raises.
 
 Each case runs twice in the same test, on bitsnet and on the host's own ``_socket``/``select``

@@ -1,4 +1,4 @@
-"""Data integrity under every fault plan (issue 7 item 4): no byte lost, duplicated or reordered,
+"""Data integrity under every fault plan (docs/testing.md section 3.4): no byte lost, duplicated or reordered,
 no datagram corrupted.
 
 Bitsnet sockets run in this interpreter (the simulated firmware's), the peers are host sockets
@@ -51,7 +51,7 @@ CHUNK = 24 * 1024  # bytes offered per send() call
 
 
 # BITSNET_FAULT_SEEDS=N runs every plan with N seeds (default 1: seed = the plan's index + 1),
-# e.g. 20 to look for rare stalls (issue 20 item 3).
+# e.g. 20 to look for rare stalls (docs/architecture.md section 6.3).
 FAULT_SEEDS = max(1, int(os.environ.get("BITSNET_FAULT_SEEDS", "1")))
 
 

@@ -58,7 +58,7 @@ def test_dhcp_timeout_gives_the_clear_error_quickly(net, capsys):
 
 @pytest.mark.machine(dhcp=False)
 def test_dhcp_again_goes_through_static_to_restart(net):
-    # bits-efi-api item 1: Policy is already Dhcp (the failed run above is still going), so
+    # docs/bits-efi.md section 1: Policy is already Dhcp (the failed run above is still going), so
     # setting Dhcp again would not restart it; bitsnet sets Static first.
     with pytest.raises(errors.error):
         ipconfig.ensure_configured(timeout=0.3)
@@ -105,7 +105,8 @@ def test_interfaces_of_a_firmware_without_ipv6(net):
 
 @pytest.mark.machine(nic_connected=False)
 def test_unconnected_nic_is_connected_on_demand_and_the_console_says_so(net, capsys):
-    # facts 2.4 / issue 11: only SNP is there until ConnectController starts the network drivers.
+    # docs/edk2.md section 2.4 / docs/architecture.md section 11: only SNP is there until ConnectController starts the
+    # network drivers.
     assert not net.drivers
     the_nic = nic.default_nic()
     assert the_nic.handle == net.nic.handle and "tcp4" in net.drivers
@@ -136,7 +137,7 @@ def test_the_firmware_timer_ticks_on_a_normal_machine(net):
 
 @pytest.mark.machine(timer=False)
 def test_stopped_timer_is_diagnosed_before_dhcp_with_cause_and_remedy(net, capsys):
-    # Issue 11: BITS's SMP start-up stops the LAPIC timer OVMF ticks from; DHCP would spin.
+    # docs/architecture.md section 11: BITS's SMP start-up stops the LAPIC timer OVMF ticks from; DHCP would spin.
     start = events.clock()
     with pytest.raises(errors.error) as caught:
         ipconfig.ensure_configured(timeout=30)
@@ -170,7 +171,7 @@ def test_children_are_counted_until_destroyed(net):
     assert the_nic.children() == 0
 
 
-# --- bitsnet.interfaces() starts DHCP; configure(dns=...) alone (issue 18 item 4) -----------------
+# --- bitsnet.interfaces() starts DHCP; configure(dns=...) alone (docs/architecture.md section 10) ---
 @pytest.mark.machine(dhcp_delay=1.0)
 def test_interfaces_starts_dhcp_without_waiting_and_a_poller_sees_the_address(net, capsys):
     import bitsnet
@@ -249,7 +250,7 @@ def test_configure_needs_an_address_and_netmask_or_dns_alone(net):
         assert caught.value.errno == errno.EINVAL
 
 
-# --- the stopped timer restarted through the local APIC (issue 18 item 5) --------------------------
+# --- the stopped timer restarted through the local APIC (docs/architecture.md section 11) ----------
 class SimulatedApic(object):
     """An xAPIC whose timer drives the simulated firmware's tick: programming an initial count
     starts it, as restoring the LAPIC timer does on OVMF in BITS."""

@@ -9,7 +9,7 @@ from bitsnet import lapic
 
 XAPIC_BASE = 0xFEE00000
 BITS_STOPPED = {lapic.LVT_TIMER: 0x10020, lapic.DIVIDE_CONFIGURATION: 0, lapic.INITIAL_COUNT: 0,
-                lapic.CURRENT_COUNT: 0}  # what BITS's SMP start-up leaves (issue 11)
+                lapic.CURRENT_COUNT: 0}  # what BITS's SMP start-up leaves (docs/architecture.md section 11)
 OVMF_RUNNING = {lapic.LVT_TIMER: 0x20020, lapic.DIVIDE_CONFIGURATION: 0xB, lapic.INITIAL_COUNT: 10000000,
                 lapic.CURRENT_COUNT: 1234567}
 

@@ -1,4 +1,4 @@
-"""The source tree's own rules (preamble, STYLE.md): ASCII sources, one docstring per module
+"""The source tree's own rules (docs/architecture.md section 13): ASCII sources, one docstring per module
 saying its job, every Python file valid for the interpreter running the tests (so the 2.7 run
 catches Python-3-only syntax anywhere, not only in modules a test imports; a file whose opening
 says "Python 3 only" is exempt there), and runnable entry points."""

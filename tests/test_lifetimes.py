@@ -1,4 +1,4 @@
-"""Lifetime discipline (issue 7 item 3): a socket dropped in the middle of any operation never
+"""Lifetime discipline (docs/testing.md section 3.3): a socket dropped in the middle of any operation never
 leaves the firmware holding memory Python has freed, and its child is released.
 
 The proof is direct: at every checkpoint, every token address the simulated TcpDxe still holds

@@ -1,4 +1,4 @@
-"""Issue 5's done-when, as a user would try it: urllib by host name and gethostbyname at the
+"""Names, as a user would try them: urllib by host name and gethostbyname at the
 simulated boot prompt, with the firmware's DNS4 and without it (bitsnet's own resolver over
 UDP4), the DNS server being the one DHCP handed out (tools/lab.py's, through efirun --lab)."""
 

@@ -454,7 +454,7 @@ def mirrored_text(payloads):
 @pytest.mark.parametrize("firmware", [[], ["--firmware", "edk2-2015", "--no-trampoline"]],
                          ids=["edk2", "edk2-2015-efi-hook"])
 def test_across_subnets_through_the_gateway(program, receiver, firmware):
-    # edk2-2015: UDP children ignore the IP4 routes until bitsnet adds them (bits-efi-api item 3)
+    # edk2-2015: UDP children ignore the IP4 routes until bitsnet adds them (docs/bits-efi.md section 3)
     machine = ["--address", STATION + "/24", "--gateway", GATEWAY] + firmware
     rc, out, err, _ = efirun(program, machine, ["%s:%d" % (HOST, receiver.port)], [60])
     assert rc == 0, err
@@ -470,7 +470,7 @@ def test_across_subnets_through_the_gateway(program, receiver, firmware):
 
 def test_without_a_route_nothing_is_sent_and_nothing_breaks(program, receiver):
     # The control for the test above: the same subnets with no router, so EDK2 finds no route
-    # (EFI_NOT_FOUND, facts 4.2): every datagram is counted as dropped, the console is whole.
+    # (EFI_NOT_FOUND, docs/edk2.md section 4.2): every datagram is counted as dropped, the console is whole.
     machine = ["--address", STATION + "/24", "--gateway", ""]
     rc, out, err, _ = efirun(program, machine, ["%s:%d" % (HOST, receiver.port)], [60])
     assert rc == 0, err
@@ -516,7 +516,7 @@ def test_dhcp_never_answers(program, receiver):
 
 
 def test_a_nic_the_firmware_left_unconnected(program, receiver):
-    # Only SNP until ConnectController (facts 2.4): bitsnet connects the NIC itself. This used
+    # Only SNP until ConnectController (docs/edk2.md section 2.4): bitsnet connects the NIC itself. This used
     # to recurse for ever: the simulator's drivers, imported at ConnectController time, took
     # bitsnet's `socket` for the host's (fixed by binding the OS socket module at boot).
     rc, out, err, _ = efirun(program, ["--nic-disconnected"], ["%s:%d" % (HOST, receiver.port)], [20])
@@ -563,7 +563,7 @@ def test_the_selftest_under_netconsole_passes(receiver):
     assert "socket layer released everything" in text and re.search(r"\d+ passed, 0 failed\n", text), text
 
 
-# --------------------------------------------------------------------------- secrets (issue 21)
+# -------------------------------------------------------- secrets (docs/testing.md section 3.9)
 def test_secrets_never_go_over_the_network(consoles, receiver, monkeypatch):
     # The web REPL registers its access token; the mirror is clear text on the network.
     monkeypatch.setattr(netconsole, "_secrets", [])

@@ -1,4 +1,4 @@
-"""No hang past a timeout (issue 7 item 5).
+"""No hang past a timeout (docs/testing.md section 3.5).
 
 Under every fault plan (``faults.PLAN_NAMES``) each blocking call with a timeout -- connect,
 accept, recv, send(all), recvfrom -- returns or raises ``socket.timeout`` within the timeout
@@ -183,7 +183,7 @@ def test_name_lookup_without_a_timeout_gives_up_with_eai_again(request, silent_d
     elapsed = time.time() - start
     assert info.value.args[0] == dns.EAI_AGAIN, info.value
     if dns4:
-        # DnsDxe: RetryInterval is forced to >= 2 s and RetryCount 0 means 3 tries (facts 6.2);
+        # DnsDxe: RetryInterval is forced to >= 2 s and RetryCount 0 means 3 tries (docs/edk2.md section 6.2);
         # after EFI_TIMEOUT bitsnet tries no other server (there is none).
         limit = 3 * 2.0 + dns.ATTEMPTS * dns.TIMEOUT + 2.0
     else:
@@ -194,7 +194,7 @@ def test_name_lookup_without_a_timeout_gives_up_with_eai_again(request, silent_d
         "dns4" if dns4 else "own-client", elapsed, len(silent_dns.queries)))
 
 
-# ---------------------------------------------------------------------- DHCP still running (issue 20)
+# ---------------------------------------- DHCP still running (docs/architecture.md section 6.4)
 @pytest.mark.parametrize("plan", [pytest.param(name, id=name, marks=pytest.mark.machine(
     static=False, dhcp_delay=30.0, faults=name, seed=index + 1)) for index, name in enumerate(faults.PLAN_NAMES)])
 def test_calls_with_a_timeout_end_on_time_while_dhcp_is_still_running(net, plan):

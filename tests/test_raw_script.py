@@ -68,7 +68,7 @@ def test_raw_http_get_404_fails_cleanly(http):
 def test_raw_http_get_refused_connection_tears_down():
     status, out, err = run_efirun(["--ledger", os.path.join(SCRIPTS, "raw_http_get.py"), str(closed_port())])
     assert status == 1
-    # EDK2 quirk (TcpDxe, facts 3.3): a RST answering our SYN completes Connect with
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3): a RST answering our SYN completes Connect with
     # EFI_CONNECTION_RESET, not EFI_CONNECTION_REFUSED.
     assert "EFI_CONNECTION_RESET" in err
     assert all(v == 0 for v in ledger(err).values()), err
@@ -84,7 +84,7 @@ def test_raw_leaky_shows_in_the_ledger(http):
 
 
 def test_raw_scripts_use_only_efi():
-    # Written from the spec and bits-efi-api.md alone: no bitsnet, no simulator.
+    # Written from the spec and docs/bits-efi.md alone: no bitsnet, no simulator.
     for name in ("raw_http_get.py", "raw_leaky.py"):
         with open(os.path.join(SCRIPTS, name)) as f:
             source = f.read()

@@ -1,4 +1,4 @@
-"""bitsnet in real BITS (issue 18 item 6): BITS 2079 on OVMF under QEMU, through tools/bitsrun.py.
+"""bitsnet in real BITS (docs/testing.md section 4): BITS 2079 on OVMF under QEMU, through tools/bitsrun.py.
 
 Three boots, each shared by the tests that read it (module-scoped fixtures; a boot costs 20-40 s
 under TCG):
@@ -14,7 +14,7 @@ under TCG):
 
 Marker ``realbits`` (tools/check runs these as their own step); the harness's own unit tests at the
 end (framing, argument splitting, image unpacking) have no marker and run everywhere.  They skip, with the reason, where
-QEMU, OVMF, user namespaces or the BITS image (../shared/bits/, beside the repository) are missing,
+QEMU, OVMF, user namespaces or the BITS image (docs/testing.md section 4) are missing,
 or where this tree's bitsnet lacks its BITS fixes (bitsnet.launch, bitsnet.errnos).
 """
 

@@ -152,7 +152,7 @@ def _pending_error_masks(socket_module, select_module, case, peer):
     if case == "udp refused":
         sock = socket_module.socket(socket_module.AF_INET, socket_module.SOCK_DGRAM)
         sock.connect(("127.0.0.1", peer))
-        sock.send(b"anyone?")  # ICMP port unreachable: ECONNREFUSED pending (facts 4.2)
+        sock.send(b"anyone?")  # ICMP port unreachable: ECONNREFUSED pending (docs/edk2.md section 4.2)
     elif case == "tcp refused":
         sock = socket_module.socket(socket_module.AF_INET, socket_module.SOCK_STREAM)
         sock.setblocking(False)

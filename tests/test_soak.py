@@ -1,4 +1,4 @@
-"""Soak (issue 7 item 7): hundreds of connections churning through ONE select loop under the
+"""Soak (docs/testing.md section 3.7): hundreds of connections churning through ONE select loop under the
 ``mixed`` fault plan, ending with every invariant intact.
 
 The firmware's side is one ``select.select`` loop over bitsnet sockets, playing both roles: a

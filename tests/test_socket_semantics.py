@@ -1,4 +1,4 @@
-"""Socket semantics as CPython's on an OS (issue 20): non-blocking calls make progress on their
+"""Socket semantics as CPython's on an OS (docs/testing.md section 3.8): non-blocking calls make progress on their
 own, no byte is lost on a timeout path, small behaviours as Linux's. bitsnet._socket used
 directly, through the simulated firmware, against real peers on loopback; where it helps, the
 same calls are made on the host's own sockets and the answers compared.
@@ -190,7 +190,7 @@ def test_non_blocking_udp_recvfrom_sees_a_datagram_without_select(sock_net):
 
 
 def test_a_non_blocking_recv_loop_does_not_spin_in_eagain(sock_net):
-    """The loop from issue 20: data already in the firmware, EAGAIN for ever."""
+    """The loop of docs/architecture.md section 6.1: data already in the firmware, EAGAIN for ever."""
     listener = Listener()
     client, server = bitsnet_pair(listener)
     client.setblocking(False)

@@ -210,7 +210,7 @@ def test_no_ca_given_says_so(machine, pki):
 
 
 def test_each_context_trusts_only_its_own_cas(machine, pki):
-    """TlsDxe keeps every CA it was given for the whole boot (docs/tls.md 2.3), so after a context
+    """TlsDxe keeps every CA it was given for the whole boot (docs/tls.md section 2.3), so after a context
     with ca.pem, the firmware accepts the server for a context with only ca2.pem, or none;
     bitsnet still refuses, from the chain it saw in the handshake."""
     _, bssl = _bitsnet_ssl()

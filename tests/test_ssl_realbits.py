@@ -1,4 +1,4 @@
-"""HTTPS in real BITS (issue 23): BITS 2079 on Debian's OVMF under QEMU (tools/bitsrun.py), the
+"""HTTPS in real BITS (docs/tls.md): BITS 2079 on Debian's OVMF under QEMU (tools/bitsrun.py), the
 firmware's own TlsDxe doing TLS for bitsnet.ssl, unmodified urllib2 on top.
 
 One boot runs tests/scripts/real_bits_https.py: a plain-HTTP and an HTTPS download of the same
@@ -160,7 +160,7 @@ def test_https_download_and_rate(https_run):
 
 def test_unknown_ca_refused_and_the_store_is_shared(https_run):
     """Real TlsDxe: a CA it does not have is alert 48 unknown_ca; once ours was given to one child,
-    the firmware accepts the server for a later context without it (docs/tls.md 2.3), and bitsnet
+    the firmware accepts the server for a later context without it (docs/tls.md section 2.3), and bitsnet
     refuses it itself, from the chain in the handshake."""
     result, _ = https_run
     unknown = [line for line in result.output if line.startswith("unknown ca: ")]

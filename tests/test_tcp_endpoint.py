@@ -57,7 +57,7 @@ def test_http_get_until_the_server_closes(net, tmpdir, profile):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_connect_to_a_closed_port_is_refused(net, profile):
-    # EDK2 quirk (TcpDxe, facts 3.3 Connect): RST to the SYN completes the token with
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Connect): RST to the SYN completes the token with
     # EFI_CONNECTION_RESET; bitsnet reports ECONNREFUSED.
     ep = tcp.TcpEndpoint()
     ep.connect_start((HOST, closed_port()))
@@ -71,7 +71,7 @@ def test_connect_to_a_closed_port_is_refused(net, profile):
 
 
 def test_connect_timeout_is_ours_not_edk2s(net):
-    # Nothing answers outside 127/8 (the simulator's wire); EDK2's timer is >= 60 s (facts 3.9).
+    # Nothing answers outside 127/8 (the simulator's wire); EDK2's timer is >= 60 s (docs/edk2.md section 3.9).
     ep = tcp.TcpEndpoint()
     start = events.clock()
     ep.connect_start(("10.255.255.1", 80), timeout=0.5)
@@ -105,7 +105,7 @@ def test_peer_close_gives_buffered_data_then_eof(net, profile):
     conn.close()
     assert recv_until_eof(ep) == b"last words"
     assert ep.can_recv() and ep.recv_into(bytearray(4)) == 0
-    send_all(ep, b"still allowed in CloseWait")  # facts 3.5: Transmit OK after the peer's FIN
+    send_all(ep, b"still allowed in CloseWait")  # docs/edk2.md section 3.5: Transmit OK after the peer's FIN
     ep.close()
     listener.close()
 
@@ -140,7 +140,7 @@ def test_close_sends_fin_not_reset(net, profile):
 
 
 def test_close_with_unread_data_still_sends_fin(net):
-    # facts 3.3 Close: unread data in EDK2's buffer turns Close(graceful) into a RST; bitsnet
+    # docs/edk2.md section 3.3 Close: unread data in EDK2's buffer turns Close(graceful) into a RST; bitsnet
     # drains it first.
     ep, conn, listener = established_pair()
     conn.sendall(b"x" * 200000)
@@ -335,7 +335,7 @@ def test_bind_clash_and_reuseaddr_restart(net):
     client = socket.create_connection((LEASE, port), timeout=DEADLINE)
     assert wait(first.acceptable, first)
     child = first.accept()
-    child.close()  # active close: the child holds the port in FIN_WAIT/TIME_WAIT (facts 3.8)
+    child.close()  # active close: the child holds the port in FIN_WAIT/TIME_WAIT (docs/edk2.md section 3.8)
     first.close()
     assert client.recv(10) == b""
     client.close()
@@ -421,7 +421,7 @@ def test_two_hundred_endpoints_leave_nothing_behind(net):
 # --- quirks and faults ---------------------------------------------------------------------------
 @pytest.mark.parametrize("profile", PROFILES)
 def test_off_subnet_peer_through_the_gateway(net, profile):
-    # bits-efi-api item 3: the old TcpDxe children do not use the IP4 routes; bitsnet adds
+    # docs/bits-efi.md section 3: the old TcpDxe children do not use the IP4 routes; bitsnet adds
     # them with Routes() after Configure, so the default route reaches 127.0.0.1 from 127.0.1.7/24.
     from bitsnet import ipconfig
     ipconfig.configure("127.0.1.7", 24, gateway="127.0.1.1")
@@ -469,7 +469,7 @@ def test_closing_a_listener_resets_connections_not_yet_accepted(net):
 
 
 def test_reset_while_no_receive_is_outstanding_is_econnreset(net):
-    # facts 3.5: with the Python buffer full no Receive is posted, so the RST shows only as
+    # docs/edk2.md section 3.5: with the Python buffer full no Receive is posted, so the RST shows only as
     # ACCESS_DENIED + state Closed on the next Receive; bitsnet reports ECONNRESET after the data.
     ep, conn, listener = established_pair(rcvbuf=16 * 1024)
     data = pattern(64 * 1024, seed=9)

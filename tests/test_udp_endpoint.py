@@ -133,7 +133,7 @@ def test_largest_datagram_round_trip_and_the_limits(net):
         with pytest.raises(errors.error) as caught:
             ep.sendto(big + b"x", (HOST, peer.port))
         assert caught.value.errno == errno.EMSGSIZE
-        # EDK2 quirk (Udp4Dxe, facts 4.2): a zero-length datagram cannot be sent at all.
+        # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a zero-length datagram cannot be sent at all.
         with pytest.raises(errors.error) as caught:
             ep.sendto(b"", (HOST, peer.port))
         assert caught.value.errno == errno.EINVAL and "zero-length" in str(caught.value)
@@ -188,7 +188,7 @@ def test_connected_endpoint_talks_to_its_peer_only(net, profile):
 
 
 def test_connected_to_a_closed_port_gets_econnrefused_once(net):
-    # facts 4.2: the ICMP error completes the Receive token with EFI_PORT_UNREACHABLE.
+    # docs/edk2.md section 4.2: the ICMP error completes the Receive token with EFI_PORT_UNREACHABLE.
     ep = udp.UdpEndpoint()
     ep.connect((HOST, closed_port()))
     ep.send(b"hello?")

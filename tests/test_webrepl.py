@@ -419,7 +419,7 @@ OUT = "return document.getElementById('out').textContent"
 STATE = "return window.repl && window.repl.state"
 
 
-@pytest.mark.skipif(sys.version_info[0] < 3, reason="the browser test runs on Python 3 (issue 10)")
+@pytest.mark.skipif(sys.version_info[0] < 3, reason="the browser test runs on Python 3")
 def test_in_headless_chromium(run, tmpdir):
     import webrepl_browser
     reason = webrepl_browser.ensure_chromium()

@@ -1,4 +1,4 @@
-"""The web REPL against a hostile network (issue 21), each finding of the outside review tried
+"""The web REPL against a hostile network (docs/testing.md section 3.9), each finding of the outside review tried
 again the way it was found: malformed request targets, bodies sent before the token, idle and
 slow connections holding the slots (slowloris), DNS rebinding and cross-site requests, inputs
 that would overflow the compiler's C stack, bad parameters, the token on the netconsole; then

@@ -1,4 +1,4 @@
-"""The web REPL in real BITS (issue 21): BITS 2079 on OVMF under QEMU, through tools/bitsrun.py.
+"""The web REPL in real BITS (docs/testing.md section 3.9): BITS 2079 on OVMF under QEMU, through tools/bitsrun.py.
 
 Two boots (marker ``realbits``: tools/check runs them in their own step; skipped where QEMU,
 OVMF, user namespaces or the BITS image are missing):

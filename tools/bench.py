@@ -363,7 +363,7 @@ class Raw(object):
         self.efi.check_status(self.wait(proto, token.CompletionToken, token.CompletionToken.Event, token.number))
 
     def receive(self, proto, token, size):
-        """One Receive (re-initialised, facts 3.3); bytes delivered, 0 at FIN."""
+        """One Receive (re-initialised, docs/edk2.md section 3.3); bytes delivered, 0 at FIN."""
         packet = token.packet
         packet.DataLength = packet.FragmentTable[0].FragmentLength = size
         token.CompletionToken.Status = self.efi.EFI_NOT_READY
@@ -391,7 +391,7 @@ class Raw(object):
 
 def raw_bulk_recv(raw, peer, size, batch=0):
     """``batch``: Polls after each completion before the Receive is posted again. EDK2 takes
-    one frame per Poll and completes an outstanding Receive with that one frame (facts 3.3
+    one frame per Poll and completes an outstanding Receive with that one frame (docs/edk2.md section 3.3
     Receive, 3.4); with no Receive outstanding the frames wait in its buffer and the next
     Receive takes them all at once, synchronously -- fewer, fuller completions."""
     handle, proto = raw.connect(peer.tcp)
@@ -491,7 +491,7 @@ def _reap_raw(raw, closing):
 
 
 def raw_select_cost(raw, peer, counts, calls):
-    """One select over raw children: one Poll (any child polls the NIC, facts 3.3 Poll) plus a
+    """One select over raw children: one Poll (any child polls the NIC, docs/edk2.md section 3.3 Poll) plus a
     look at each child's outstanding Receive (CheckEvent, or the trampoline's fired set)."""
     children = []
     result = {}

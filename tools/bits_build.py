@@ -12,7 +12,7 @@ What it does (one console line per stage, with the elapsed time):
    package, the socket/select entry points, trampoline.c in _PyImport_Inittab and in the
    python module's Makefile.core.def);
 2. copy GRUB (deps/grub) and apply TOOLCHAIN_PATCHES: BITS 2079 (2016) does not build with
-   gcc 12 / binutils 2.40 as released (docs/bits-build.md, section 1);
+   gcc 12 / binutils 2.40 as released (docs/bits-build.md section 1);
 3. GRUB's autogen.sh and configure with TOOLCHAIN_FLAGS, for x86_64-efi only (BITS's Makefile
    also builds i386-pc and i386-efi, which bitsnet does not run on);
 4. ``make install`` and grub-mkimage: efi/boot/bootx64.efi and boot/grub/x86_64-efi/;

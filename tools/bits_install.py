@@ -24,7 +24,7 @@ What install does, each step only if it is not done already (running it twice ch
    ``{"_bitsnet_trampoline", init_bitsnet_trampoline},`` entry of ``_PyImport_Inittab`` next to
    ``_efi`` under ``#ifdef GRUB_MACHINE_EFI``; rc/python/Makefile.core.def gets
    ``efi = contrib/python/trampoline.c;`` next to ``efi = contrib/python/efimodule.c;``
-   (bits-efi-api.md, "Adding a C module"). An image cannot get it without a rebuild: bitsnet
+   (docs/bits-efi.md section 11). An image cannot get it without a rebuild: bitsnet
    then uses BITS's own ``_efi`` event hook (BITS 2070 and later).
 5. The ``python -m MODULE`` command at the GRUB prompt: BITS's GRUB ``python`` command takes no
    arguments and BITS has no runpy, so cfg/init.cfg (boot/cfg/init.cfg in an image) gets one

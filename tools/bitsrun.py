@@ -7,7 +7,7 @@
 What it does:
   1. the BITS ESP: ``--image`` is a FAT image (``.img``), an unpacked tree (holding ``efi/`` and
      ``boot/``) or a release tarball (``.tar.xz``/``.tar.gz``); by default BITS 2079's x86_64 EFI
-     build at ../shared/bits/bits-2079-x86_64-efi.tar.xz (beside the repository).  It is unpacked
+     build: the release tarball, found as docs/testing.md section 4 says.  It is unpacked
      into a work directory, never changed in place;
   2. bitsnet goes into that copy with tools/bits_install.py (``--stock``: not; BITS's own
      ``_socket`` and ``select`` stay; ``--as-is``: not either, for an image that has bitsnet

@@ -60,7 +60,7 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BOOT_PYTHON = os.path.join(HERE, "efisim", "boot_python")
-CLEANUP_TIMEOUT = 10.0  # seconds for bitsnet's background graceful closes (TIME_WAIT is 2 s, facts 3.3)
+CLEANUP_TIMEOUT = 10.0  # seconds for bitsnet's background graceful closes (TIME_WAIT is 2 s, docs/edk2.md section 3.3)
 LAB_HOST = "127.0.0.1"
 LAB_ENV = "BITSNET_LAB"  # HOST:PORT of the lab's HTTP server; bitsnet.selftest's default --peer
 MODEL_ENV = "BITSNET_SIM_PYTHON"  # "bits": the program gets BITS's Python environment; "host": the host's
@@ -132,10 +132,10 @@ def build_parser():
     net.add_argument("--no-tls", action="store_true",
                      help="no TlsDxe: no EFI_TLS_SERVICE_BINDING_PROTOCOL (firmware without NETWORK_TLS_ENABLE)")
     net.add_argument("--tls", default="edk2", metavar="PROFILE", choices=("edk2", "edk2-2019"),
-                     help="TlsDxe: edk2 (default) or edk2-2019 (before EfiTlsVerifyHost; docs/tls.md 2.4)")
+                     help="TlsDxe: edk2 (default) or edk2-2019 (before EfiTlsVerifyHost; docs/tls.md section 2.4)")
     net.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the fault injector")
     net.add_argument("--nic-disconnected", action="store_true",
-                     help="NIC not connected: only SNP until ConnectController (facts 2.4)")
+                     help="NIC not connected: only SNP until ConnectController (docs/edk2.md section 2.4)")
     net.add_argument("--timer-stopped", action="store_true",
                      help="the firmware timer tick is stopped: no background processing, no DHCP")
     net.add_argument("--faults", default="", metavar="SPEC",

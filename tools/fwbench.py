@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bulk transfer, round trips and connections in real BITS on OVMF, against a C program (issue 24).
+"""Bulk transfer, round trips and connections in real BITS on OVMF, against a C program (docs/performance.md section 1).
 
     python3 tools/fwbench.py [--quick] [--rounds N] [--size MIB] [--only c,bitsnet,trampoline,stock]
                              [--profile] [--ab SECTIONS] [-v]

@@ -2,14 +2,14 @@
 
     python3 tools/fwtest.py [--sim-only | --qemu-only] [--scenario GLOB ...] [--keep DIR] [--no-install]
 
-What it does (issue 4):
+What it does (docs/simulator.md section 6):
   1. makes sure the Debian packages are there (qemu-system-x86, ovmf, ipxe-qemu, gnu-efi, mtools;
      ``apt-get install`` when running as root, else it says what to install);
   2. builds tests/firmware/probe.c with gnu-efi (tests/firmware/Makefile) into build/fwtest/;
   3. writes a FAT image with the probe as \\EFI\\BOOT\\BOOTX64.EFI and the scenarios as \\FWTEST\\SCN.TXT;
   4. re-runs itself inside a new network namespace (``unshare -rn``: only a loopback exists, so
      nothing leaves the machine), starts the host peers on that loopback, boots OVMF in QEMU
-     (q35, TCG, disk bootindex=1, virtio-net bootindex=2, user-mode network; facts section 9) and reads
+     (q35, TCG, disk bootindex=1, virtio-net bootindex=2, user-mode network; docs/edk2.md section 9) and reads
      the probe's trace from the serial console;
   5. runs the same scenarios through the simulator (tools/efisim/scenario.py) against the same peers;
   6. normalises both traces (addresses and peer ports become $SYMBOLS) and compares them scenario by
@@ -393,7 +393,7 @@ def uses_udp(text):
 
 
 def simulator_has_udp4():
-    """UDP scenarios need the simulator's UDP4 driver (issue 5) and the interpreter's UDP verbs."""
+    """UDP scenarios need the simulator's UDP4 driver and the interpreter's UDP verbs."""
     if not os.path.exists(os.path.join(ROOT, "tools", "efisim", "udp4.py")):
         return False
     for path in (ROOT, os.path.join(ROOT, "tools"), os.path.join(ROOT, "tools", "efisim", "boot_python")):
@@ -461,7 +461,7 @@ def report(results, out=print, deviations=None):
     only = [r[0] for r in results if r[1] == "firmware-only"]
     differ = len(results) - agree - len(documented) - len(only)
     if only:
-        out("firmware-only, simulator lacks UDP4 (issue 5): %s" % ", ".join(only))
+        out("firmware-only, simulator lacks UDP4: %s" % ", ".join(only))
     if documented:
         out("documented deviations (tests/firmware/DEVIATIONS): %s" % ", ".join(documented))
     stale = [r[0] for r in results if r[1] == "agree" and r[0] in (deviations or {})]

@@ -93,7 +93,7 @@ class Turns(object):
         if self.owner is not me:
             return
         depth = self.depth
-        # bitsnet refuses a second thread while one is inside (_socket._inside, issue 20): while
+        # bitsnet refuses a second thread while one is inside (_socket._inside, docs/architecture.md section 7): while
         # this one waits with the lock released it is, for bitsnet, outside.
         inside = INSIDE[:] if INSIDE is not None else None
         if INSIDE is not None:

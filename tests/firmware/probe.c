@@ -374,7 +374,7 @@ static void report_done(TOKEN *t, const char *klass)
         out_ip(&rx->UdpSession.SourceAddress);
         out_str(":");
         out_dec(rx->UdpSession.SourcePort);
-        /* the driver owns RxData: give it back (facts 4.2) */
+        /* the driver owns RxData: give it back (docs/edk2.md section 4.2) */
         uefi_call_wrapper(BSp->SignalEvent, 1, rx->RecycleSignal);
     }
     if (t->kind == K_LISTEN && t->tok.c.Status == EFI_SUCCESS)
@@ -461,7 +461,7 @@ static void fill_option(TCP4_OPTION *o, const char *style)
     else if (streq(style, "zero"))
         SetMem(o, sizeof(*o), 0);
     else if (streq(style, "wild")) {
-        /* every number out of range (facts 3.9: each becomes its default, not clamped) */
+        /* every number out of range (docs/edk2.md section 3.9: each becomes its default, not clamped) */
         o->ReceiveBufferSize = o->SendBufferSize = 1024;
         o->MaxSynBackLog = 100;
         o->ConnectionTimeout = 5;
@@ -559,7 +559,7 @@ static void op_mode(char *name)
     out_flush();
 }
 
-/* options C: GetModeData with a ControlOption to fill (what the driver kept, facts 3.9) */
+/* options C: GetModeData with a ControlOption to fill (what the driver kept, docs/edk2.md section 3.9) */
 static void op_options(char *name)
 {
     static TCP4_CONFIG_DATA cfg;
@@ -1070,7 +1070,7 @@ static void finish_scenario(void)
     release_tokens();
 }
 
-/* --- TLS (issue 23; docs/tls.md): EFI_TLS_PROTOCOL's contract without a network peer -------- */
+/* --- TLS (docs/tls.md): EFI_TLS_PROTOCOL's contract without a network peer -------- */
 typedef struct TLSP TLSP;
 struct TLSP {
     EFI_STATUS (API *SetSessionData)(TLSP *, UINT32, VOID *, UINTN);

@@ -3,7 +3,7 @@
     raw_http_get.py PORT [PATH]
 
 Fetches http://127.0.0.1:PORT/PATH and prints the response body to stdout; exit status 0 on a
-200 answer. Written only from the UEFI specification and ../shared/bits-efi-api.md: it imports
+200 answer. Written only from the UEFI specification and docs/bits-efi.md: it imports
 neither bitsnet nor the simulator, defines every network structure itself on ``efi``'s base
 types, and uses only the ``efi`` names that BITS has. It runs at the BITS prompt as it runs
 under ``tools/efirun.py``, on current EDK2 and on the 2015 stack alike:

@@ -73,7 +73,7 @@ def main(argv):
         print("wrong host: accepted (BAD)")
     except urllib2.URLError as exc:  # ssl.SSLError is a socket.error, which urllib2 wraps
         print("wrong host: %s" % (exc.reason,))
-    # EDK2 quirk (docs/tls.md 2.3): every CA given in this boot stays in TlsDxe's one store.
+    # EDK2 quirk (docs/tls.md section 2.3): every CA given in this boot stays in TlsDxe's one store.
     print("shared store: %s" % attempt(https, ssl.create_default_context(cadata=other.decode("ascii"))))
     print("live tls children %d" % tls.live_children())
 

@@ -2,7 +2,7 @@
 
 ``firmware`` is the DXE core (boot services, events, handles, pool); the network drivers
 model EDK2's NetworkPkg over host sockets on loopback; ``boot_python/`` holds the stand-in
-``efi`` and ``_efi`` modules that BITS would provide. See README.rst, "The simulator".
+``efi`` and ``_efi`` modules that BITS would provide. See docs/simulator.md.
 """
 
 # bitsnet.install() takes the modules that use socket out of sys.modules so that they are built

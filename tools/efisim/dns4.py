@@ -2,12 +2,13 @@
 marked `# EDK2 quirk:`.
 
 One ``Dns4Driver`` per NIC installs EFI_DNS4_SERVICE_BINDING_PROTOCOL on the NIC handle (only
-with MachineConfig(dns4=True): most firmware has no DNS4 at all, facts 6.3). Each child
+with MachineConfig(dns4=True): most firmware has no DNS4 at all, docs/edk2.md section 6.3). Each child
 (``Dns4Child``) is one DNS_INSTANCE talking to one server through a host UDP socket on loopback,
-which is a NIC frame source: one DNS reply is one frame (facts 3.4). What is modelled (facts 6):
+which is a NIC frame source: one DNS reply is one frame (docs/edk2.md section 3.4). What is modelled
+(docs/edk2.md section 6):
 
 * Configure: the server list checks, Protocol != 17 -> EFI_UNSUPPORTED, only DnsServerList[0] is
-  ever used, UseDefaultSetting without an address (the NIC's policy switches to Dhcp, facts 3.7,
+  ever used, UseDefaultSetting without an address (the NIC's policy switches to Dhcp, docs/edk2.md section 3.7,
   and Configure waits up to 5 s for the address, Dns4GetMapping), and an empty server list: EDK2
   then runs its own blocking DHCP exchange inside Configure and takes the first DNS server the
   DHCP server offers. Here that exchange is the machine's DHCP server answering after
@@ -339,14 +340,14 @@ class Dns4Driver(ServiceBinding):
                 return S.EFI_INVALID_PARAMETER
             listed = [_ip(a) for a in (efidefs.EFI_IPv4_ADDRESS * count).from_address(servers)] if count else []
         if not listed:
-            # EDK2 quirk (DnsDxe, facts 6.2): no server given -> Configure itself runs a DHCP
+            # EDK2 quirk (DnsDxe, docs/edk2.md section 6.2): no server given -> Configure itself runs a DHCP
             # exchange asking for option 6 and busy-waits for the answer (the TPL restored).
             status, offered = self.dhcp_dns_servers()
             if status != S.EFI_SUCCESS:
                 return status
             server = offered[0]
         else:
-            server = listed[0]  # EDK2 (facts 6.2): only the first server is ever used
+            server = listed[0]  # EDK2 (docs/edk2.md section 6.2): only the first server is ever used
         with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
             if child.configured:
                 # Dns4ConfigUdp on a configured UDP child: Udp4IsReconfigurable decides.
@@ -359,7 +360,7 @@ class Dns4Driver(ServiceBinding):
                 return S.EFI_SUCCESS
         if cfg.UseDefaultSetting:
             if self.nic.ip4.address is None:
-                # UDP4 says EFI_NO_MAPPING and switches the policy to Dhcp (facts 3.7); DnsDxe
+                # UDP4 says EFI_NO_MAPPING and switches the policy to Dhcp (docs/edk2.md section 3.7); DnsDxe
                 # (Dns4GetMapping) then polls up to 5 s for the address before giving up.
                 try:
                     from efisim import ip4config2
@@ -670,7 +671,7 @@ class Dns4Driver(ServiceBinding):
     def poll(self, child):
         if not child.configured:
             return S.EFI_NOT_STARTED
-        # The UDP child's Poll: one frame, EFI_NOT_READY when none was waiting (facts 4.2, 6.2).
+        # The UDP child's Poll: one frame, EFI_NOT_READY when none was waiting (docs/edk2.md sections 4.2, 6.2).
         return S.EFI_SUCCESS if self.nic.poll_frame() else S.EFI_NOT_READY
 
     def cancel(self, child, token_pointer):

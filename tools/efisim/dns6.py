@@ -4,11 +4,11 @@ DnsDxe serves both IP versions with one engine, and so does the model: ``Dns6Dri
 dns4.Dns4Driver with the IPv6 address family (a host AF_INET6 socket on ::1), AAAA queries in
 HostNameToIp, EFI_IPv6_ADDRESS results (DNS6_HOST_TO_ADDR_DATA, cache entries, mode data), its
 own children, cache and ledger -- and its own Configure, because EFI_DNS6_CONFIG_DATA differs
-(facts 6.1: no UseDefaultSetting and no SubnetMask, a UINT32 DnsServerCount):
+(docs/edk2.md section 6.1: no UseDefaultSetting and no SubnetMask, a UINT32 DnsServerCount):
 
 * DnsServerCount and DnsServerList must agree; Protocol must be 17 (EFI_UNSUPPORTED); a
-  StationIp must be :: or a valid unicast address. Only DnsServerList[0] is used (facts 6.2).
-* DnsServerCount 0: EDK2 runs a blocking DHCPv6 information request inside Configure (facts 6.2,
+  StationIp must be :: or a valid unicast address. Only DnsServerList[0] is used (docs/edk2.md section 6.2).
+* DnsServerCount 0: EDK2 runs a blocking DHCPv6 information request inside Configure (docs/edk2.md section 6.2,
   "DNS6 mirrors DNS4"). Here the router of ip6config.py answers after ``ipv6_delay`` (at most the
   5 s EDK2 waits) with MachineConfig.ipv6_dns_servers -- EFI_NOT_FOUND if it offers none,
   EFI_TIMEOUT after 5 s when there is no router (``ipv6_delay=None``).
@@ -67,7 +67,7 @@ class Dns6Driver(Dns4Driver):
                 return status
             server = offered[0]
         else:
-            server = listed[0]  # EDK2 (facts 6.2): only the first server is ever used
+            server = listed[0]  # EDK2 (docs/edk2.md section 6.2): only the first server is ever used
         with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
             if child.configured:
                 # Dns6ConfigUdp on a configured UDP6 child: Udp6IsReconfigurable decides.
@@ -78,7 +78,7 @@ class Dns6Driver(Dns4Driver):
                 self.store_config(child, cfg, listed)
                 return S.EFI_SUCCESS
         if station == IPV6.any:
-            # UDP6 says EFI_NO_MAPPING without a usable address (facts 3.7); Dns6GetMapping polls
+            # UDP6 says EFI_NO_MAPPING without a usable address (docs/edk2.md section 3.7); Dns6GetMapping polls
             # up to 5 s for one. IP6 starts nothing meanwhile (see ip6config.py).
             deadline = _now() + DNS_TIME_TO_GETMAP
             while self.nic.ip6.usable() is None and _now() < deadline:

@@ -34,7 +34,7 @@ Calls failing:
                          services consult ``take_event_fail`` (firmware.py)
 ``poll_fail=<p>``        TCP4 Poll pulls nothing and returns EFI_NOT_READY, EFI_TIMEOUT or
                          EFI_DEVICE_ERROR with probability p. Hostile, NOT EDK2: TcpDxe's Poll
-                         always returns EFI_SUCCESS (facts 3.3), so it is not part of ``mixed``
+                         always returns EFI_SUCCESS (docs/edk2.md section 3.3), so it is not part of ``mixed``
 Data and connections (TCP4):
 ``rx_piece=<bytes>``     received data enters the stack in frames of at most this many bytes
 ``rx_coalesce=<bytes>``  frames carry up to this many bytes (segments merged, as with receive
@@ -42,7 +42,7 @@ Data and connections (TCP4):
                          between the two
 ``reset_after=<bytes>``  a connection is reset by the peer once it has received that many bytes
 ``accept_reset=<n>``     the next n incoming connections are reset by the peer while they wait to
-                         be accepted; EDK2 destroys such a child silently (facts 3.3 Accept)
+                         be accepted; EDK2 destroys such a child silently (docs/edk2.md section 3.3 Accept)
 ``connect_timeout=<s>``  the connect timer fires after s seconds instead of the configured
                          60..75 s, so EFI_TIMEOUT is observable in a test (simulator only)
 DHCP (IP4 Config2):
@@ -51,7 +51,7 @@ DHCP (IP4 Config2):
                          asks ``dhcp_delay()`` when it starts DHCP)
 
 Not modelled, on purpose: a TCP Transmit that "completes short". EDK2 signals a TCP4 Transmit
-token only once every byte of it was segmented (facts 3.3 Transmit); there is no partial
+token only once every byte of it was segmented (docs/edk2.md section 3.3 Transmit); there is no partial
 completion to model. (A caller that *offers* little at a time is the caller's business.)
 
 Named plans (``PLANS``; ``PLAN_NAMES`` is the list tests run over): ``late``, ``reordered``,
@@ -114,7 +114,7 @@ PLANS = {
     "tx_failing": "tx_fail_rate=0.2",
     "poll_failing": "poll_fail=0.3",
 }
-# The plans under which data must arrive intact and every timeout must hold (issue 7 items 4, 5):
+# The plans under which data must arrive intact and every timeout must hold (docs/testing.md sections 3.4, 3.5):
 # all of them, the hostile ``poll_failing`` included (bitsnet must not trust Poll's status).
 PLAN_NAMES = ("late", "reordered", "bursts", "split", "coalesced", "tx_failing", "poll_failing", "mixed")
 

@@ -8,7 +8,7 @@ UEFI behaves the same here:
 * Events follow the DXE core: Type 0 / EVT_TIMER / EVT_NOTIFY_WAIT events are polled with
   CheckEvent, which clears the signal; EVT_NOTIFY_SIGNAL events queue their notify function
   once per signal and run it, through its C function pointer, as soon as the current TPL drops
-  below the event's TPL; an event closed before its notify ran is not notified (facts section 2.3).
+  below the event's TPL; an event closed before its notify ran is not notified (docs/edk2.md section 2.3).
 * One lock stands for "the CPU": the main thread holds it while inside firmware code, and the
   timer thread holds it while it plays the timer interrupt. Notify functions run with it held,
   as they would run with the interrupted code suspended.
@@ -36,7 +36,7 @@ from ctypes import POINTER, c_void_p
 from efisim import uefi
 
 LOADED_IMAGE_PROTOCOL_GUID = uuid.UUID("5b1b31a1-9562-11d2-8e3f-00a0c969723b")
-TICK = 0.010  # EDK2/OVMF timer period: 10 ms (facts section 3.4)
+TICK = 0.010  # EDK2/OVMF timer period: 10 ms (docs/edk2.md section 3.4)
 POOL_FILL = 0xAF  # fresh and freed pool is filled with this, so reliance on zeroed memory shows
 
 
@@ -395,7 +395,7 @@ class Firmware(object):
 
     def _create_event(self, event_type, tpl, notify, context, event_out):
         # EDK2 CoreCreateEventInternal: exact type list, notify types need a function and a TPL
-        # strictly between APPLICATION and HIGH_LEVEL; Type 0 / EVT_TIMER ignore them (facts section 2.3).
+        # strictly between APPLICATION and HIGH_LEVEL; Type 0 / EVT_TIMER ignore them (docs/edk2.md section 2.3).
         if not event_out or event_type not in self._VALID_EVENT_TYPES:
             return uefi.EFI_INVALID_PARAMETER
         wants_notify = event_type & (uefi.EVT_NOTIFY_SIGNAL | uefi.EVT_NOTIFY_WAIT)

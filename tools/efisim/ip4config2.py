@@ -1,20 +1,19 @@
 """EFI_IP4_CONFIG2_PROTOCOL on the NIC handle, with the DHCP client behind policy Dhcp.
 
-Models EDK2 NetworkPkg/Ip4Dxe/Ip4Config2Impl.c (edk2 c5aa7e7d, efi-network-facts.md
-section 5); quirks are marked ``# EDK2 quirk``. The same Ip4Config2 served the 2015 stack BITS
-was tested on, so both firmware profiles use this model.
+Models EDK2 NetworkPkg/Ip4Dxe/Ip4Config2Impl.c (edk2 c5aa7e7d, docs/edk2.md section 5); quirks are marked ``# EDK2
+quirk``. The same Ip4Config2 served the 2015 stack BITS was tested on, so both firmware profiles use this model.
 
 State, as Ip4Config2Impl.c keeps it: a policy, and one *data item* per EFI_IP4_CONFIG2_DATA_TYPE
 with a status (EFI_SUCCESS, or EFI_NOT_FOUND while unset), its data, and its list of notify
 events. The address itself lives on the NIC's default interface (``nic.set_address``), which
 the TCP4/UDP4 drivers watch.
 
-  SetData/GetData          every status rule of facts section 5.2 (see each method)
-  RegisterDataNotify ...   events signalled by SetData only, never by DHCP (facts 5.2)
+  SetData/GetData          every status rule of docs/edk2.md section 5.2 (see each method)
+  RegisterDataNotify ...   events signalled by SetData only, never by DHCP (docs/edk2.md section 5.2)
   DHCP                     SetData(Policy=Dhcp) returns EFI_SUCCESS at once; the lease arrives
                            ``config.dhcp_delay`` seconds later on the firmware timer, or, when the
                            server never answers, DHCP gives up silently after ~60 s
-  request_dhcp(machine)    the UseDefaultAddress side effect of facts 3.7, for TCP4/UDP4
+  request_dhcp(machine)    the UseDefaultAddress side effect of docs/edk2.md section 3.7, for TCP4/UDP4
 
 The machine's addresses are loopback ones (``MachineConfig`` refuses others): the host's
 loopback is the wire, so the "DHCP server" is this module and the lease is ``config.address``.
@@ -38,7 +37,7 @@ MANUAL_ADDRESS_SIZE = ctypes.sizeof(efidefs.EFI_IP4_CONFIG2_MANUAL_ADDRESS)  # 8
 POLICY_SIZE = 4  # sizeof(EFI_IP4_CONFIG2_POLICY), a C enum
 NET_IFTYPE_ETHERNET = 1
 DHCP_TICK = 0.010  # how often the DHCP client looks at its clock (EDK2's timer period)
-# Dhcp4Dxe gives up after DISCOVER retransmits waiting 4, 8, 16 and 32 s (facts 5.2), rounded
+# Dhcp4Dxe gives up after DISCOVER retransmits waiting 4, 8, 16 and 32 s (docs/edk2.md section 5.2), rounded
 # down to the sum: nothing is configured and nothing is retried afterwards.
 DHCP_GIVE_UP = 4 + 8 + 16 + 32
 
@@ -134,7 +133,7 @@ class Ip4Config2Driver(ConfigDriver):
         self.firmware = machine.firmware
         self.nic = machine.nic
         self.config = machine.config
-        self.policy = _STATIC  # EDK2 default: Static with no address at all (facts 5.2)
+        self.policy = _STATIC  # EDK2 default: Static with no address at all (docs/edk2.md section 5.2)
         # The data items: each one's status (EFI_NOT_FOUND while unset) and its data, as
         # dotted-quad strings.
         self.status = {_INTERFACE_INFO: uefi.EFI_SUCCESS, _POLICY: uefi.EFI_SUCCESS,
@@ -149,7 +148,7 @@ class Ip4Config2Driver(ConfigDriver):
         self.dhcp_runs = 0  # DHCP processes started (for tests)
         self._dhcp_work = self._dhcp_tick  # one bound method, so remove_periodic finds it
         # The DNS option carries only hosts; where each simulated DNS server really listens is
-        # recorded on the NIC for the DNS4 model and for bitsnet's tests (issue 5).
+        # recorded on the NIC for the DNS4 model and for bitsnet's tests.
         self.nic.dns_ports = dict(dns_host_port(s) for s in self.config.dns_servers)
 
         self.interface = efidefs.EFI_IP4_CONFIG2_PROTOCOL()
@@ -224,7 +223,7 @@ class Ip4Config2Driver(ConfigDriver):
             self._dhcp_complete()
         elif now >= dhcp.give_up_at:
             # EDK2: failure configures nothing and is not retried until Policy=Dhcp is set
-            # again or the link flaps (facts 5.2).
+            # again or the link flaps (docs/edk2.md section 5.2).
             self.stop_dhcp()
 
     def _dhcp_complete(self):
@@ -238,7 +237,7 @@ class Ip4Config2Driver(ConfigDriver):
         if self.dns_servers:
             self.status[_DNS_SERVER] = uefi.EFI_SUCCESS
         self.dhcp_success = True
-        # EDK2 quirk (Ip4Config2Impl.c, facts 5.2): no notify event is signalled on DHCP
+        # EDK2 quirk (Ip4Config2Impl.c, docs/edk2.md section 5.2): no notify event is signalled on DHCP
         # completion -- not for InterfaceInfo, not for DnsServer. Callers must poll.
         self.nic.set_address(address, mask, routes, self.dns_servers)
 
@@ -288,7 +287,7 @@ class Ip4Config2Driver(ConfigDriver):
         self.policy = policy
         self._tear_down()
         if policy == _DHCP:
-            # EDK2 quirk (facts 5.2): SetData(Policy=Dhcp) returns EFI_SUCCESS, not
+            # EDK2 quirk (docs/edk2.md section 5.2): SetData(Policy=Dhcp) returns EFI_SUCCESS, not
             # EFI_NOT_READY; DHCP runs in the background and its completion is silent.
             self.start_dhcp()
         return uefi.EFI_SUCCESS
@@ -309,7 +308,7 @@ class Ip4Config2Driver(ConfigDriver):
             return uefi.EFI_INVALID_PARAMETER
         if self.manual_address == (address, mask):
             return uefi.EFI_ABORTED
-        # EDK2 applies a manual IPv4 address synchronously (no DAD, facts 5.2).
+        # EDK2 applies a manual IPv4 address synchronously (no DAD, docs/edk2.md section 5.2).
         self.manual_address = (address, mask)
         self.status[_MANUAL_ADDRESS] = uefi.EFI_SUCCESS
         self._apply_static()
@@ -398,7 +397,7 @@ class Ip4Config2Driver(ConfigDriver):
         routes = ip4.routes if ip4.address else []
         needed = INTERFACE_INFO_SIZE + len(routes) * ROUTE_SIZE
         if size[0] < needed:
-            # EDK2 quirk (facts 5.2): a buffer of exactly sizeof(INTERFACE_INFO) is too small as
+            # EDK2 quirk (docs/edk2.md section 5.2): a buffer of exactly sizeof(INTERFACE_INFO) is too small as
             # soon as any route exists, i.e. once the interface is configured.
             size[0] = needed
             return uefi.EFI_BUFFER_TOO_SMALL
@@ -435,7 +434,7 @@ def install(machine):
 
 
 def request_dhcp(machine):
-    """The UseDefaultAddress side effect (facts 3.7), for the TCP4/UDP4/DNS4 models.
+    """The UseDefaultAddress side effect (docs/edk2.md section 3.7), for the TCP4/UDP4/DNS4 models.
 
     EDK2 Ip4Dxe (Ip4ConfigProtocol): configuring an IP4 child with UseDefaultAddress while the
     service has no address and the policy is Static switches the policy to Dhcp through

@@ -1,6 +1,6 @@
 """EFI_IP6_CONFIG_PROTOCOL on the NIC handle, with stateless autoconfiguration behind policy Automatic.
 
-Models EDK2 NetworkPkg/Ip6Dxe/Ip6ConfigImpl.c (efi-network-facts.md section 5.3); quirks are
+Models EDK2 NetworkPkg/Ip6Dxe/Ip6ConfigImpl.c (docs/edk2.md section 5.3); quirks are
 marked ``# EDK2 quirk``. State, as Ip6ConfigImpl.c keeps it: a policy and one *data item* per
 EFI_IP6_CONFIG_DATA_TYPE with a status (EFI_SUCCESS; EFI_NOT_FOUND while unset; EFI_NOT_READY
 while Duplicate Address Detection runs on a manual address), its data and its notify events.
@@ -18,7 +18,7 @@ The loopback wire has one IPv6 address, ::1, so the model gives the station two 
                  poll InterfaceInfo, or retry a Configure that said EFI_NO_MAPPING);
                * policy Manual: SetData(ManualAddress, ::1/128) runs DAD for ``ipv6_delay``
                  seconds -- SetData returns EFI_NOT_READY and the ManualAddress notify events are
-                 signalled when the address is installed (facts 5.3); with
+                 signalled when the address is installed (docs/edk2.md section 5.3); with
                  DupAddrDetectTransmits 0 there is no DAD and SetData succeeds at once.
                Other unicast addresses are accepted as EDK2 accepts them, but nothing reaches them.
   DNS servers  ``MachineConfig.ipv6_dns_servers`` (["[::1]:5353"]) is what the router advertises
@@ -29,7 +29,7 @@ The loopback wire has one IPv6 address, ::1, so the model gives the station two 
 Not modelled: what Ip6Dxe does to IP6 instances whose address disappears (a policy change, a
 cleared manual address): children already configured on ::1 keep working.
 
-EDK2's default policy is Manual (facts 5.3): without an address set by hand, TCP6/UDP6 children
+EDK2's default policy is Manual (docs/edk2.md section 5.3): without an address set by hand, TCP6/UDP6 children
 with an unspecified StationAddress get EFI_NO_MAPPING for ever. EDK2's own HTTP and PXE boot
 switch the policy to Automatic first; ``MachineConfig(ipv6_policy="automatic")`` models firmware
 on which that has happened (the policy is persisted), ``"static"`` a machine configured by hand
@@ -182,7 +182,7 @@ class Ip6ConfigDriver(ConfigDriver):
             self.manual = addresses
             self.status[_MANUAL_ADDRESS] = uefi.EFI_SUCCESS
             self._apply()
-            # Ip6ManualAddrDadCallback: DAD done, the ManualAddress events fire (facts 5.3).
+            # Ip6ManualAddrDadCallback: DAD done, the ManualAddress events fire (docs/edk2.md section 5.3).
             self._signal(_MANUAL_ADDRESS)
 
     def _dad_delay(self):

@@ -1,6 +1,6 @@
 """What EDK2's IP4 Config2 and IP6 Config share: data-notify registration, SetData's front end.
 
-Both protocols (facts 5.1-5.3) keep, per data item, a status (EFI_NOT_FOUND while unset,
+Both protocols (docs/edk2.md sections 5.1-5.3) keep, per data item, a status (EFI_NOT_FOUND while unset,
 EFI_NOT_READY while an asynchronous set runs) and a list of events signalled when the item
 changes. The drivers subclass ConfigDriver and supply the per-family parts as class attributes
 and the ``setters()`` table; everything here is written once for both.

@@ -2,15 +2,15 @@
 
 ``boot(MachineConfig(...))`` resets the one firmware instance and installs, on a fresh NIC
 handle, what EDK2's NetworkPkg installs on a connected NIC: IP4 Config2 and the TCP4, UDP4 and
-(optionally, facts section 6.3) DNS4 service bindings; and, unless ``ipv6=False`` (a firmware
-built without NETWORK_IP6_ENABLE, facts 7), IP6 Config and the TCP6, UDP6 and (with DNS4) DNS6
+(optionally, docs/edk2.md section 6.3) DNS4 service bindings; and, unless ``ipv6=False`` (a firmware
+built without NETWORK_IP6_ENABLE, docs/edk2.md section 7), IP6 Config and the TCP6, UDP6 and (with DNS4) DNS6
 service bindings. Each driver module offers ``install(machine)`` returning a driver object
 with ``ledger()`` (what it still holds for the application, e.g. live children and outstanding
 tokens) and ``shutdown()``.
 
 Two firmware profiles (``--firmware``):
-  ``edk2``       current EDK2 NetworkPkg, as described in efi-network-facts.md (the default);
-  ``edk2-2015``  the older MdeModulePkg stack BITS was tested on (bits-efi-api.md items 2, 3, 5):
+  ``edk2``       current EDK2 NetworkPkg, as described in docs/edk2.md (the default);
+  ``edk2-2015``  the older MdeModulePkg stack BITS was tested on (docs/bits-efi.md sections 2, 3, 5):
                  TCP4 Cancel returns EFI_UNSUPPORTED, Configure with UseDefaultAddress fails with
                  EFI_ALREADY_STARTED, and TCP4 children do not inherit the IP4 routes.
 """
@@ -36,11 +36,12 @@ class MachineConfig(object):
         self.static = False  # address preconfigured (policy Static + ManualAddress), no DHCP
         self.dhcp = True  # False: the DHCP server never answers
         self.dhcp_delay = 0.3  # seconds from DHCP start to lease (OVMF on QEMU: about 4 s)
-        self.dns4 = True  # False: no DnsDxe, so no DNS4 (nor DNS6) service binding (most vendor firmware, facts 6.3)
+        # False: no DnsDxe, so no DNS4 (nor DNS6) service binding (most vendor firmware, docs/edk2.md section 6.3)
+        self.dns4 = True
         self.firmware = "edk2"
         self.seed = 0
-        self.timer = True  # False: the firmware timer tick is stopped (issue 11)
-        self.nic_connected = True  # False: only SNP until ConnectController (facts 2.4)
+        self.timer = True  # False: the firmware timer tick is stopped (docs/architecture.md section 11)
+        self.nic_connected = True  # False: only SNP until ConnectController (docs/edk2.md section 2.4)
         self.faults = ""  # fault spec for faults.Faults.configure: "delay=0.5,tx_fail=2,no_dhcp"
         self.ipv6 = True  # False: no IP6 Config, TCP6 or UDP6 (firmware without NETWORK_IP6_ENABLE)
         self.ipv6_delay = 0.3  # seconds SLAAC (policy Automatic) or DAD (manual address) takes; None: never

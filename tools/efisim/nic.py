@@ -2,7 +2,7 @@
 
 The "wire" is the host's loopback: every simulated socket is backed by a non-blocking host
 socket bound to the station address. What makes the model EDK2-like is *when* bytes from the
-host enter the simulated stack: one frame at a time (facts section 3.4), pulled either by an
+host enter the simulated stack: one frame at a time (docs/edk2.md section 3.4), pulled either by an
 explicit ``Poll`` of any TCP/UDP/IP child of this NIC or by MNP's own 10 ms timer
 (``MnpSystemPoll``), one frame per tick shared by every socket of the NIC.
 
@@ -25,7 +25,7 @@ import socket as _host_socket
 from bitsnet import efidefs
 from efisim import uefi
 
-MNP_POLL_PERIOD = 0.010  # MnpDxe's system poll timer (facts section 3.4)
+MNP_POLL_PERIOD = 0.010  # MnpDxe's system poll timer (docs/edk2.md section 3.4)
 
 
 def ip_to_int(text):
@@ -111,7 +111,7 @@ class Ip6Interface(object):
     """The IP6 interface of the NIC as Ip6Dxe holds it: its addresses (link-local first), routes, DNS."""
 
     def __init__(self, link_local):
-        self.link_local = link_local  # created at once (facts 5.3); never usable on the loopback wire
+        self.link_local = link_local  # created at once (docs/edk2.md section 5.3); never usable on the loopback wire
         self.addresses = []  # type: list   # [(address, prefix length)], link-local included
         self.routes = []  # type: list   # [(gateway, destination, prefix length)]
         self.gateways = []  # type: list

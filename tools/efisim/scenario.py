@@ -153,7 +153,7 @@ class Interpreter(object):
             session = rx.UdpSession
             text += " len=%d data=%s from=%s:%d" % (n, "".join("%02x" % c for c in bytearray(data)),
                                                      efidefs.ipv4_text(session.SourceAddress), session.SourcePort)
-            _bs().SignalEvent(rx.RecycleSignal)  # the driver owns RxData: give it back (facts 4.2)
+            _bs().SignalEvent(rx.RecycleSignal)  # the driver owns RxData: give it back (docs/edk2.md section 4.2)
         if tok.kind == "accept" and tok.completion.Status == efi.EFI_SUCCESS:
             text += " child=yes" if tok.token.NewChildHandle else " child=no"
         self.out(text)
@@ -584,7 +584,7 @@ class Interpreter(object):
             self.sweep(True)
 
     def do_tls(self, words):
-        """TLS verbs (issue 23), as probe.c's op_tls: efisim.scenario_tls."""
+        """TLS verbs, as probe.c's op_tls: efisim.scenario_tls."""
         from efisim import scenario_tls
         if not hasattr(self, "tls"):
             self.tls = scenario_tls.TlsVerbs(self)
@@ -664,7 +664,7 @@ def _option(style):
         option.TimeWaitTimeout = 0
     elif style == "sack":
         option.EnableSelectiveAck = True
-    elif style == "wild":  # every number out of range (facts 3.9: each becomes its default)
+    elif style == "wild":  # every number out of range (docs/edk2.md section 3.9: each becomes its default)
         option.ReceiveBufferSize = option.SendBufferSize = 1024
         option.MaxSynBackLog = 100
         option.ConnectionTimeout = 5

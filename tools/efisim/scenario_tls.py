@@ -1,4 +1,4 @@
-"""The scenario language's ``tls`` verbs (issue 23) for the simulator, as tests/firmware/probe.c's
+"""The scenario language's ``tls`` verbs for the simulator, as tests/firmware/probe.c's
 ``op_tls`` runs them on OVMF, with the same trace lines:
 
   tls child                          CreateChild on the TLS service binding; " config=yes|no"

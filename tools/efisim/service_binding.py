@@ -1,4 +1,4 @@
-"""EFI_SERVICE_BINDING_PROTOCOL, shared by every simulated network driver (facts section 2.4).
+"""EFI_SERVICE_BINDING_PROTOCOL, shared by every simulated network driver (docs/edk2.md section 2.4).
 
 A driver class mixes in ``ServiceBinding`` and provides ``children`` (handle -> child),
 ``new_child()`` (make, register and install one child; return it) and ``destroy(child)``.
@@ -74,7 +74,7 @@ class ServiceBinding(object):
         with FIRMWARE.lock:
             if self.refuse_create():
                 return uefi.EFI_OUT_OF_RESOURCES
-            # EDK2 (facts 2.4): always a fresh handle; *ChildHandle is overwritten.
+            # EDK2 (docs/edk2.md section 2.4): always a fresh handle; *ChildHandle is overwritten.
             handle_pointer[0] = self.new_child().handle
         return uefi.EFI_SUCCESS
 

@@ -1,9 +1,10 @@
-"""Models EDK2 NetworkPkg/TcpDxe as of edk2-stable202211 (the OVMF of facts 9); quirks are marked `# EDK2 quirk:`.
+"""Models EDK2 NetworkPkg/TcpDxe as of edk2-stable202211 (the OVMF of docs/edk2.md section 9); quirks are marked
+`# EDK2 quirk:`.
 
 This file is the driver's face: one ``Tcp4Driver`` per NIC installs
 EFI_TCP4_SERVICE_BINDING_PROTOCOL on the NIC handle (CreateChild/DestroyChild), gives every child
 an EFI_TCP4_PROTOCOL whose entry points make EDK2's call-time checks, in EDK2's order, and return
-its call-time statuses (facts 3.3): GetModeData, Configure (with the states of 3.5,
+its call-time statuses (docs/edk2.md section 3.3): GetModeData, Configure (with the states of 3.5,
 UseDefaultAddress and EFI_NO_MAPPING of 3.7, ports and the ephemeral counter of 3.8, options of
 3.9), Routes, Connect, Accept, Transmit, Receive, Close, Cancel, Poll.
 
@@ -133,10 +134,11 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
                    for c in self.children.values())
 
     def bind(self, child, address, port):
-        """Pick the port (explicit or ephemeral, facts 3.8) and bind the host socket. Status."""
+        """Pick the port (explicit or ephemeral, docs/edk2.md section 3.8) and bind the host socket. Status."""
         if port:
             if self.port_in_use(address, port, child):
-                return S.EFI_INVALID_PARAMETER  # EDK2 quirk (TcpDxe, facts 3.8): a clash is INVALID_PARAMETER
+                # EDK2 quirk (TcpDxe, docs/edk2.md section 3.8): a clash is INVALID_PARAMETER
+                return S.EFI_INVALID_PARAMETER
             if not self.bind_host(child, address, port):
                 return S.EFI_INVALID_PARAMETER  # another host process holds it: a clash as well
             child.port = port
@@ -163,7 +165,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         routes = list(child.routes)
         if not self.old_stack:
             routes += self.nic.ip4.routes  # the IP4 child falls back to the default route table
-        # EDK2 quirk (edk2-2015 Tcp4Dxe, bits-efi-api.md item 3): the TCP4 child's IP4 instance
+        # EDK2 quirk (edk2-2015 Tcp4Dxe, docs/bits-efi.md section 3): the TCP4 child's IP4 instance
         # does not use the interface's routes, only the ones added with Routes() on that child.
         best = None
         for subnet, mask, gateway in routes:
@@ -182,7 +184,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
                 return S.EFI_INVALID_PARAMETER
             if locked and FIRMWARE.tpl >= uefi.TPL_CALLBACK:
                 # EfiAcquireLockOrFail on the socket lock (TPL_CALLBACK) fails when called from a
-                # notify function or with the TPL raised (facts 2.3): EFI_ACCESS_DENIED.
+                # notify function or with the TPL raised (docs/edk2.md section 2.3): EFI_ACCESS_DENIED.
                 return S.EFI_ACCESS_DENIED
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
                 return body(child, *args)
@@ -243,8 +245,8 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             option = pointer_address(data.ControlOption)
             if option == GARBAGE_POINTER:
                 FIRMWARE.record_crash("%s GetModeData: ConfigData.ControlOption is uninitialised pool "
-                                      "(0x%x); EDK2 writes through it (facts 3.3)" % (self.LEDGER_PREFIX.upper(),
-                                                                                      option))
+                                      "(0x%x); EDK2 writes through it (docs/edk2.md section 3.3)"
+                                      % (self.LEDGER_PREFIX.upper(), option))
                 return S.EFI_DEVICE_ERROR
             if option:  # written through the caller's pointer only when it is non-NULL
                 out = data.ControlOption.contents
@@ -294,7 +296,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         cfg.ReceiveTimeout = 0xFFFFFFFF
         routes = list(child.routes) + ([] if self.old_stack else list(self.nic.ip4.routes))
         if routes:
-            # Driver-internal memory: the caller must not free it (facts 3.3 GetModeData).
+            # Driver-internal memory: the caller must not free it (docs/edk2.md section 3.3 GetModeData).
             table = (efidefs.EFI_IP4_ROUTE_TABLE * len(routes))()
             for entry, (subnet, mask, gateway) in zip(table, routes):
                 entry.SubnetAddress = efidefs.ipv4(subnet)
@@ -317,7 +319,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
     # ------------------------------------------------------------------ Configure
     def configure(self, child, config):
         if not config:
-            # EDK2 quirk (TcpDxe, facts 3.3): Configure(NULL) on an unconfigured child -- a fresh
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3): Configure(NULL) on an unconfigured child -- a fresh
             # one, or one stuck in no-mapping -- is EFI_ACCESS_DENIED, not a no-op.
             if not child.configured:
                 return S.EFI_ACCESS_DENIED
@@ -340,11 +342,11 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             return S.EFI_ACCESS_DENIED  # reset with Configure(NULL) first
         if ap.UseDefaultAddress:
             if self.old_stack:
-                # EDK2 quirk (edk2-2015 Tcp4Dxe, bits-efi-api.md item 2): UseDefaultAddress=TRUE
+                # EDK2 quirk (edk2-2015 Tcp4Dxe, docs/bits-efi.md section 2): UseDefaultAddress=TRUE
                 # fails with EFI_ALREADY_STARTED; the station address must be given explicitly.
                 return S.EFI_ALREADY_STARTED
             if self.nic.ip4.address is None:
-                # EDK2 quirk (Ip4Dxe, facts 3.7): no default address yet -> EFI_NO_MAPPING, the
+                # EDK2 quirk (Ip4Dxe, docs/edk2.md section 3.7): no default address yet -> EFI_NO_MAPPING, the
                 # socket stays "no-mapping" until Configure is called again; and under policy
                 # Static the IP4 service switches the NIC's policy to Dhcp as a side effect.
                 child.no_mapping = True
@@ -371,12 +373,12 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             return S.EFI_DEVICE_ERROR, None
         option = data.ControlOption.contents if data.ControlOption else None
         if option is not None and (option.EnableSelectiveAck or option.EnablePathMtuDiscovery):
-            return S.EFI_UNSUPPORTED, None  # facts 3.3: SACK and PMTU discovery are not implemented
+            return S.EFI_UNSUPPORTED, None  # docs/edk2.md section 3.3: SACK and PMTU discovery are not implemented
         return S.EFI_SUCCESS, option
 
     def apply_config(self, child, option, active, local, peer, use_default, ip_params, routes):
         """The family-independent end of Configure, once the station address is known: options,
-        port binding (facts 3.8), then the TCB goes to Listen (passive) or stays Closed."""
+        port binding (docs/edk2.md section 3.8), then the TCB goes to Listen (passive) or stays Closed."""
         station, mask, port = local
         child.no_mapping = False
         child.active = active
@@ -413,7 +415,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             if low <= value <= high or (value == 0 and name in _ZERO_ACCEPTED):
                 values[name] = value
             else:
-                values[name] = default  # EDK2 quirk (facts 3.9): out of range -> default, not clamped
+                values[name] = default  # EDK2 quirk (docs/edk2.md section 3.9): out of range -> default, not clamped
         for name in ("EnableNagle", "EnableTimeStamp", "EnableWindowScaling"):
             values[name] = bool(getattr(option, name))  # taken literally: zero-filled disables them
         return values
@@ -520,7 +522,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         faults = self.faults
         if faults is not None and faults.take_tx_fail():
             return S.EFI_OUT_OF_RESOURCES
-        # Urgent (facts 3.3 Transmit): the urgent pointer at the data's end; on the host socket
+        # Urgent (docs/edk2.md section 3.3 Transmit): the urgent pointer at the data's end; on the host socket
         # that is the data's last byte sent with MSG_OOB, as a peer sees it either way.
         urgent = bool(token_pointer.contents.Packet.TxData.contents.Urgent)
         self.queue_transmit(child, token, fragments, urgent)
@@ -540,7 +542,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
             self.complete(child, token, error)
             return S.EFI_SUCCESS
         if child.fin_seen and not child.rx:
-            # EDK2 quirk (TcpDxe, facts 3.3 Receive): after the peer's FIN with nothing buffered,
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): after the peer's FIN with nothing buffered,
             # Receive() *returns* EFI_CONNECTION_FIN itself (the token is not signalled).
             return S.EFI_CONNECTION_FIN
         child.tokens.append(token)
@@ -562,7 +564,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
 
     def cancel(self, child, token_pointer):
         if self.old_stack:
-            # EDK2 quirk (edk2-2015 Tcp4Dxe, bits-efi-api.md item 5): Cancel is not implemented.
+            # EDK2 quirk (edk2-2015 Tcp4Dxe, docs/bits-efi.md section 5): Cancel is not implemented.
             return S.EFI_UNSUPPORTED
         if not child.configured and not child.no_mapping:
             return S.EFI_NOT_STARTED
@@ -573,7 +575,7 @@ class Tcp4Driver(Tcp4Stack, ServiceBinding):
         return S.EFI_SUCCESS
 
     def poll(self, child):
-        # EDK2 quirk (TcpDxe, facts 3.3 Poll): one received frame per call, and the status of
+        # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Poll): one received frame per call, and the status of
         # the layers below is discarded: Poll always returns EFI_SUCCESS.
         faults = self.faults
         failure = faults.take_poll_fail() if faults is not None else None

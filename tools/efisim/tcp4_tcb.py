@@ -5,14 +5,14 @@ accepted it hands over to ``Tcp4Stack`` here, which owns everything that happens
 
 * ``Tcp4Child``: EDK2's SOCKET and TCP_CB in one object, backed by a non-blocking host socket
   on loopback bound to the child's station address and port; a frame source for nic.py.
-* Pacing (facts 3.4): bytes from the host enter the stack only as *frames* taken by the NIC
+* Pacing (docs/edk2.md section 3.4): bytes from the host enter the stack only as *frames* taken by the NIC
   (``take_frame``: at most one MSS of data, one accepted connection, one connect completion,
   one FIN or one RST), pulled by ``Poll`` of any child or by MNP's 10 ms timer. TCP timers
   (connect timeout, FIN_WAIT_2, TIME_WAIT, LAST_ACK) tick every 200 ms at TPL_NOTIFY.
 * The receive window: a child stops reading its host socket while its receive buffer holds
   ReceiveBufferSize bytes, so the host peer feels back-pressure.
 * Outgoing data is "segmented" when it is handed to the host socket; the caller's fragments
-  are read only then (zero-copy, facts 3.3 Transmit), and the token completes when its last
+  are read only then (zero-copy, docs/edk2.md section 3.3 Transmit), and the token completes when its last
   byte was handed over -- not when it is ACKed.
 * Completions: Status is written, then the event signalled, with the firmware lock held at
   TPL_CALLBACK or above; ``machine.faults`` (faults.py) can delay, reorder and bunch them,
@@ -38,7 +38,7 @@ What a host socket cannot express, and the choice made:
 The engine serves TCP6 as well (tcp6.py): what depends on the address family -- host socket
 family, wildcard address, which addresses the wire reaches -- comes from the stack's ``family``
 table (nic.IPV4 / nic.IPV6). The token structures it reads (EFI_TCP4_COMPLETION_TOKEN, _IO_TOKEN,
-_LISTEN_TOKEN, _RECEIVE_DATA) have the same layout in TCP6 (facts 3.1, pinned by
+_LISTEN_TOKEN, _RECEIVE_DATA) have the same layout in TCP6 (docs/edk2.md section 3.1, pinned by
 tests/test_efi_layout.py), so one set of readers serves both.
 """
 
@@ -57,7 +57,7 @@ from efisim.faults import CompletingDriver, HeldCompletions
 from efisim.firmware import FIRMWARE, pointer_address
 from efisim.nic import IPV4, host_socket
 
-TCP_TICK = 0.2  # TCP_TICK_HZ = 5: every TCP timer is quantised to 200 ms (facts 3.4)
+TCP_TICK = 0.2  # TCP_TICK_HZ = 5: every TCP timer is quantised to 200 ms (docs/edk2.md section 3.4)
 TCP_PORT_KNOWN = 1024  # ephemeral ports start above this (TcpBind)
 MAX_SEGMENT_WRITE = 64 * 1024  # bytes handed to the host socket per send(): one "burst" of segments
 
@@ -79,7 +79,7 @@ SYNCHRONIZED = (SynReceived, Established, FinWait1, FinWait2, CloseWait)  # Clos
 
 # EFI_TCP4_OPTION: (field, lowest accepted, highest accepted, default). EDK2 TcpConfigurePcb
 # takes a value only inside the range and otherwise -- 0 included -- uses the default; for the
-# fields in _ZERO_ACCEPTED, 0 is accepted and means "off" (facts 3.9).
+# fields in _ZERO_ACCEPTED, 0 is accepted and means "off" (docs/edk2.md section 3.9).
 OPTION_RANGES = [
     ("ReceiveBufferSize", 8 * 1024, 2 * 1024 * 1024, 2 * 1024 * 1024),
     ("SendBufferSize", 8 * 1024, 2 * 1024 * 1024, 2 * 1024 * 1024),
@@ -191,7 +191,7 @@ class _Transmit(object):
         self.urgent = False  # Transmit's Urgent flag: the last byte goes out as out-of-band data
 
     def next_chunk(self, limit):
-        """Read the caller's buffer now -- EDK2 reads it when it segments (facts 3.3)."""
+        """Read the caller's buffer now -- EDK2 reads it when it segments (docs/edk2.md section 3.3)."""
         offset = self.sent
         for buffer, length in self.fragments:
             if offset < length:
@@ -221,7 +221,7 @@ class _ForgottenSocket(object):
             if _errno(exc) in (errno.EAGAIN, errno.EWOULDBLOCK):
                 return False
             data = None  # the peer's RST: nothing to answer
-        # EDK2 quirk (TcpDxe, facts 3.6): a segment for which no TCB exists is answered with RST.
+        # EDK2 quirk (TcpDxe, docs/edk2.md section 3.6): a segment for which no TCB exists is answered with RST.
         self.close(reset=True)
         return data is not None
 
@@ -351,7 +351,7 @@ class Tcp4Stack(CompletingDriver):
 
     # What DestroyChild does to the host socket of a child that is still connected. EDK2 sends
     # nothing (TcpDetachPcb just flushes the TCB); the peer gets RST on its next segment
-    # (facts 3.6), which "forget" reproduces. "rst" would reset the host peer at once.
+    # (docs/edk2.md section 3.6), which "forget" reproduces. "rst" would reset the host peer at once.
     DESTROY_HOST = "forget"
     family = IPV4  # nic.IPV6 in tcp6.Tcp6Driver
     COMPLETION_TOKEN = efidefs.EFI_TCP4_COMPLETION_TOKEN  # its layout is TCP6's too
@@ -385,7 +385,7 @@ class Tcp4Stack(CompletingDriver):
     # ------------------------------------------------------------------ token completion
     def flush(self, child, status, close_status=S.EFI_SUCCESS):
         """Complete every pending token: the close token first with ``close_status``, then the
-        others with ``status`` (EDK2 SockConnFlush order, facts 3.3 Close)."""
+        others with ``status`` (EDK2 SockConnFlush order, docs/edk2.md section 3.3 Close)."""
         if child.close_token:
             token, child.close_token = child.close_token, 0
             self.complete(child, token, close_status)
@@ -416,7 +416,7 @@ class Tcp4Stack(CompletingDriver):
             timeout = faults.connect_timeout  # simulator-only knob: 60..75 s is too long for a test
         child.timer = self.ticks(timeout)
         if not reachable:
-            return  # facts 3.3: the SYN silently goes nowhere; the token times out
+            return  # docs/edk2.md section 3.3: the SYN silently goes nowhere; the token times out
         if child.sock is None and not self.bind_host(child, child.station, child.port):
             return  # the host will not let us use the port again yet: no SYN
         child.connect_errno = 0
@@ -442,14 +442,14 @@ class Tcp4Stack(CompletingDriver):
         child.close_token = token
         child.closing = True
         if abort or child.rx:
-            # Abort, or EDK2 quirk (TcpDxe, facts 3.3 Close): unread data in the receive buffer
+            # Abort, or EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Close): unread data in the receive buffer
             # turns a graceful close into an RST. Closed at once; the close token completes
             # before Close returns, the rest get the socket error (EFI_ABORTED if none).
             reset = child.state in SYNCHRONIZED or bool(child.rx)
             self.to_closed(child, S.EFI_ABORTED, host="rst" if reset else "fin")
             return
         if child.state in (Closed, Listen, SynSent):
-            # EDK2 quirk (TcpDxe, facts 3.3 Close): closing a listener does not destroy its pending
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Close): closing a listener does not destroy its pending
             # (unaccepted) children; only Configure(NULL)/DestroyChild does.
             pending, child.pending = child.pending, []
             self.to_closed(child, S.EFI_ABORTED, host="rst" if child.state == SynSent else "fin")
@@ -481,7 +481,7 @@ class Tcp4Stack(CompletingDriver):
                 self.complete(child, tx.token, S.EFI_ABORTED)
                 found = True
                 if tx.started:
-                    # EDK2 quirk (TcpDxe, facts 3.3 Cancel): an in-progress Transmit is only
+                    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Cancel): an in-progress Transmit is only
                     # signalled; its data stays in the send buffer and is still read later.
                     tx.token = 0
                 else:
@@ -534,7 +534,7 @@ class Tcp4Stack(CompletingDriver):
     def accept_one(self, listener):
         """One incoming SYN on a listener: clone a child, or drop it when the backlog is full."""
         if len(listener.pending) >= listener.options["MaxSynBackLog"]:
-            # EDK2 quirk (TcpDxe, facts 3.3 Accept): backlog full -> the SYN is silently dropped.
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Accept): backlog full -> the SYN is silently dropped.
             listener.update_interest()
             return False
         try:
@@ -564,7 +564,7 @@ class Tcp4Stack(CompletingDriver):
         faults = self.faults
         if faults is not None and faults.take_accept_reset():
             # Fault: the peer's RST arrives before the application took the connection; EDK2
-            # destroys an unaccepted child silently (facts 3.3 Accept): no listen token completes.
+            # destroys an unaccepted child silently (docs/edk2.md section 3.3 Accept): no listen token completes.
             self.peer_reset(child, injected=True)
             listener.update_interest()
             return True
@@ -602,7 +602,7 @@ class Tcp4Stack(CompletingDriver):
             child.update_interest()
             self.push(child)
             return True
-        # EDK2 quirk (TcpDxe, facts 3.3 Connect / 3.6): RST to our SYN completes the connection
+        # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Connect / 3.6): RST to our SYN completes the connection
         # token with EFI_CONNECTION_RESET, not the EFI_CONNECTION_REFUSED the spec names.
         status = {
             errno.ECONNREFUSED: S.EFI_CONNECTION_RESET,
@@ -670,9 +670,9 @@ class Tcp4Stack(CompletingDriver):
         child.update_interest()  # window update: reading may reopen the host socket
 
     def peer_fin(self, child):
-        """The peer's FIN (facts 3.6)."""
+        """The peer's FIN (docs/edk2.md section 3.6)."""
         child.fin_seen = True
-        # EDK2 quirk (TcpDxe, facts 3.3 Receive): Receive tokens pending when the FIN is processed
+        # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): Receive tokens pending when the FIN is processed
         # complete with EFI_CONNECTION_FIN (they can be pending only while the buffer is empty).
         while child.rx_tokens:
             self.complete(child, child.rx_tokens.popleft(), S.EFI_CONNECTION_FIN)
@@ -687,7 +687,7 @@ class Tcp4Stack(CompletingDriver):
             self.deliver_children(child.parent)
 
     def peer_reset(self, child, injected=False):
-        """The peer's RST (facts 3.6). ``injected``: a fault, so the host peer is reset too."""
+        """The peer's RST (docs/edk2.md section 3.6). ``injected``: a fault, so the host peer is reset too."""
         if child.state in (Closing, LastAck, TimeWait):
             self.to_closed(child, S.EFI_ABORTED, host="rst")
             return
@@ -710,7 +710,7 @@ class Tcp4Stack(CompletingDriver):
         child.fin_pending = child.closing = False
         self.flush(child, child.error or status)
         if child.parent is not None and child in child.parent.pending:
-            # EDK2 quirk (TcpDxe, facts 3.3 Accept): a child that dies before it was accepted
+            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Accept): a child that dies before it was accepted
             # is destroyed silently.
             self.destroy(child, host="rst")
 

@@ -5,9 +5,9 @@ with the IPv6 address family (nic.IPV6: host AF_INET6 sockets on ::1), its own c
 and ephemeral-port counter, and the two entry points whose structures differ -- Configure
 (EFI_TCP6_ACCESS_POINT has no UseDefaultAddress and no SubnetMask) and GetModeData (Tcp6 config
 data, EFI_IP6_MODE_DATA). Connect, Accept, Transmit, Receive, Close, Cancel, Poll, the TCB state
-machine and the timers are tcp4_tcb's. The function table has no Routes slot (facts 3.2).
+machine and the timers are tcp4_tcb's. The function table has no Routes slot (docs/edk2.md section 3.2).
 
-Addresses (facts 3.7): an all-zero StationAddress lets IP6 choose the source; until the NIC has a
+Addresses (docs/edk2.md section 3.7): an all-zero StationAddress lets IP6 choose the source; until the NIC has a
 usable address (ip6config.py: the "global" address ::1, after SLAAC or a manual address's DAD)
 Configure returns EFI_NO_MAPPING and the child stays no-mapping until Configure is called again.
 An explicit StationAddress must be one of the NIC's addresses. The link-local address exists at
@@ -60,12 +60,12 @@ class Tcp6Driver(Tcp4Driver):
         # TcpDxe, so it follows the current behaviour under both profiles.
         self.old_stack = False
         # EDK2 TcpDriverEntryPoint: mTcp6RandomPort = mTcp4RandomPort -- the same start value
-        # (Tcp4Stack computes it from the seed), then a counter of its own (facts 3.8).
+        # (Tcp4Stack computes it from the seed), then a counter of its own (docs/edk2.md section 3.8).
 
     # ------------------------------------------------------------------ Configure
     def configure(self, child, config):
         if not config:
-            # As TCP4 (facts 3.3): only a configured child may be reset.
+            # As TCP4 (docs/edk2.md section 3.3): only a configured child may be reset.
             if not child.configured:
                 return S.EFI_ACCESS_DENIED
             self.unconfigure(child)
@@ -73,7 +73,7 @@ class Tcp6Driver(Tcp4Driver):
         data = config.contents
         ap = data.AccessPoint
         station, remote = IPV6.text(ap.StationAddress), IPV6.text(ap.RemoteAddress)
-        # Tcp6Configure (facts 3.3): addresses zero or valid unicast; active needs address and port.
+        # Tcp6Configure (docs/edk2.md section 3.3): addresses zero or valid unicast; active needs address and port.
         if remote != IPV6.any and not valid_unicast(remote):
             return S.EFI_INVALID_PARAMETER
         if station != IPV6.any and not valid_unicast(station):
@@ -123,7 +123,7 @@ class Tcp6Driver(Tcp4Driver):
 
 def fill_ip6_mode(nic, mode, configured, no_mapping, protocol, station, destination, ip_params):
     """EFI_IP6_MODE_DATA of a TCP6/UDP6 child's IP6 instance. Unlike IP4's, its tables are pool
-    allocations the caller must FreePool (facts 3.3): AddressList when the interface has
+    allocations the caller must FreePool (docs/edk2.md section 3.3): AddressList when the interface has
     addresses; the other tables are left empty (NULL)."""
     ctypes.memset(ctypes.addressof(mode), 0, ctypes.sizeof(mode))
     mode.IsStarted = configured or no_mapping

@@ -94,7 +94,7 @@ class TlsDriver(object):
         self._by_tls = {}  # type: dict
         self._by_config = {}  # type: dict
         self._retired = []  # type: list
-        self.cas = []  # type: list   # DER certificates: the service's SSL_CTX store (docs/tls.md 2.3)
+        self.cas = []  # type: list   # DER certificates: the service's SSL_CTX store (docs/tls.md section 2.3)
         self.functions = {}
         for name, ftype in T.EFI_TLS_PROTOCOL._fields_:
             self.functions[name] = ftype(getattr(self, "_" + name))
@@ -239,7 +239,7 @@ class TlsDriver(object):
             return S.EFI_NOT_READY
         if data_type == T.EfiTlsVersion:
             # HTONS (TlsGetVersion): OpenSSL's SSL_version, which is the method's highest version
-            # (TLS 1.3 on OVMF) until one is negotiated, whatever EfiTlsVersion set (docs/tls.md 2.2)
+            # (TLS 1.3 on OVMF) until one is negotiated, whatever EfiTlsVersion set (docs/tls.md section 2.2)
             negotiated = child.engine.version_id() if child.engine is not None else None
             value = struct.pack(">H", negotiated or 0x0304)
         elif data_type == T.EfiTlsConnectionEnd:

@@ -69,7 +69,7 @@ class Engine(object):
             failed = True  # the alert OpenSSL built is in outgoing
         if self.finished and self.check_later is not None:
             # Python 3.6 checks host names after the handshake, in Python; EDK2's OpenSSL checks
-            # during it and answers bad_certificate (docs/tls.md 3.3): play that alert instead
+            # during it and answers bad_certificate (docs/tls.md section 3.3): play that alert instead
             try:
                 ssl.match_hostname(self.obj.getpeercert(), self.check_later)
             except ValueError:

@@ -1,7 +1,7 @@
 """Models EDK2 NetworkPkg/Udp4Dxe (Udp4Main.c, Udp4Impl.c); quirks are marked `# EDK2 quirk:`.
 
 One ``Udp4Driver`` per NIC installs EFI_UDP4_SERVICE_BINDING_PROTOCOL on the NIC handle; each
-child (``Udp4Child``) is one UDP4_INSTANCE_DATA. What is modelled (../shared/efi-network-facts.md):
+child (``Udp4Child``) is one UDP4_INSTANCE_DATA. What is modelled (docs/edk2.md):
 
 * Configure (4.2): validation, Configure(NULL) on an unconfigured child is a no-op, the
   reconfigure rules (EFI_ALREADY_STARTED), UseDefaultAddress without an address (EFI_NO_MAPPING and
@@ -141,7 +141,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
             if FIRMWARE.tpl > uefi.TPL_CALLBACK:
                 # Every UDP4 function raises the TPL to TPL_CALLBACK; RaiseTPL to a lower TPL
                 # ASSERTs in EDK2 (a caller at TPL_NOTIFY is a bug). Udp4 takes no lock, so a
-                # call from a TPL_CALLBACK notify is fine, unlike TCP4 (facts 2.3).
+                # call from a TPL_CALLBACK notify is fine, unlike TCP4 (docs/edk2.md section 2.3).
                 FIRMWARE.record_crash("UDP4 %s called at TPL %d > TPL_CALLBACK" % (body.__name__, FIRMWARE.tpl))
             with FIRMWARE.at_tpl(uefi.TPL_CALLBACK):
                 return body(child, *args)
@@ -219,7 +219,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         cfg.SubnetMask = efidefs.ipv4(child.mask)
         cfg.TypeOfService, cfg.TimeToLive = child.config.TypeOfService, child.config.TimeToLive
         cfg.DoNotFragment = child.config.DoNotFragment
-        cfg.ReceiveTimeout = 0xFFFFFFFF  # the IP child itself never receives (facts 4.2 Configure)
+        cfg.ReceiveTimeout = 0xFFFFFFFF  # the IP child itself never receives (docs/edk2.md section 4.2 Configure)
         routes = list(child.routes) + list(self.nic.ip4.routes)
         if routes:
             # Driver-internal memory: the caller must not free it.
@@ -240,7 +240,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
     # ------------------------------------------------------------------ Configure
     def configure(self, child, config):
         if not config:
-            # EDK2 quirk (Udp4Dxe, facts 4.2): Configure(NULL) on an unconfigured instance is
+            # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): Configure(NULL) on an unconfigured instance is
             # EFI_SUCCESS and does nothing -- a no-mapping flag is left as it is (TCP4 says
             # EFI_ACCESS_DENIED here).
             if child.configured:
@@ -262,7 +262,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
             return S.EFI_SUCCESS
         if cfg.UseDefaultAddress:
             if self.nic.ip4.address is None:
-                # EDK2 quirk (Ip4Dxe, facts 3.7): no default address yet -> EFI_NO_MAPPING; the
+                # EDK2 quirk (Ip4Dxe, docs/edk2.md section 3.7): no default address yet -> EFI_NO_MAPPING; the
                 # instance is "no-mapping", not configured, until Configure is called again; and
                 # under policy Static the IP4 service switches the NIC's policy to Dhcp.
                 child.no_mapping = True
@@ -300,7 +300,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
 
     @staticmethod
     def reconfigurable(old, new):
-        """Udp4IsReconfigurable: which changes a configured instance accepts (facts 4.2)."""
+        """Udp4IsReconfigurable: which changes a configured instance accepts (docs/edk2.md section 4.2)."""
         for name in ("AcceptAnyPort", "AcceptBroadcast", "AcceptPromiscuous", "AllowDuplicatePort"):
             if bool(getattr(old, name)) != bool(getattr(new, name)):
                 return False
@@ -394,7 +394,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         if faults is not None and faults.take_tx_fail():
             return S.EFI_OUT_OF_RESOURCES
         if self.route(child, tx.destination) is None and not tx.gateway:
-            # EDK2 (facts 4.2): no matching route and no default gateway -> EFI_NOT_FOUND, now.
+            # EDK2 (docs/edk2.md section 4.2): no matching route and no default gateway -> EFI_NOT_FOUND, now.
             return S.EFI_NOT_FOUND
         tx.token = token
         child.tokens.append(token)
@@ -407,7 +407,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         return S.EFI_SUCCESS
 
     def validate_tx(self, child, completion):
-        """Udp4ValidateTxToken (facts 4.2 Transmit): (status, _Transmit or None)."""
+        """Udp4ValidateTxToken (docs/edk2.md section 4.2 Transmit): (status, _Transmit or None)."""
         if not completion.Event or not completion.Packet.TxData:
             return S.EFI_INVALID_PARAMETER, None
         tx_address = pointer_address(completion.Packet.TxData)
@@ -458,7 +458,7 @@ class Udp4Driver(Udp4Stack, ServiceBinding):
         """[(address, length)] of a transmit FragmentTable, or None: EFI_INVALID_PARAMETER."""
         fragments, total = [], 0
         for entry in table:
-            # EDK2 quirk (Udp4Dxe/Udp6Dxe, facts 4.2): a zero-length fragment is invalid, so a
+            # EDK2 quirk (Udp4Dxe/Udp6Dxe, docs/edk2.md section 4.2): a zero-length fragment is invalid, so a
             # zero-length datagram cannot be sent at all.
             if entry.FragmentLength == 0 or not entry.FragmentBuffer:
                 return None

@@ -37,7 +37,7 @@ IP_RECVERR and the socket's error queue. What a host socket cannot express, and 
 
 The engine serves UDP6 as well (udp6.py): what depends on the address family comes from the
 driver's ``family`` table (nic.IPV4 / nic.IPV6) and class attributes. Completion tokens have
-the same layout in UDP4 and UDP6 (facts 4.1).
+the same layout in UDP4 and UDP6 (docs/edk2.md section 4.1).
 """
 
 from __future__ import print_function
@@ -73,7 +73,7 @@ UNRESOLVED_DELAY = 1.25
 RETIRED_KEEP = 256  # recycled receive buffers stay mapped (and poisoned) this long
 POISON = 0xAF
 
-# Host errno of an ICMP error -> the status the receive token completes with (facts 4.2).
+# Host errno of an ICMP error -> the status the receive token completes with (docs/edk2.md section 4.2).
 ICMP_STATUS = {
     errno.ECONNREFUSED: S.EFI_PORT_UNREACHABLE,
     errno.EHOSTUNREACH: S.EFI_HOST_UNREACHABLE,
@@ -127,7 +127,7 @@ class _Delivered(object):
         self.child = child
         data = datagram.data
         driver = child.driver
-        # Several fragments when IP reassembled the datagram from several frames (facts 4.2).
+        # Several fragments when IP reassembled the datagram from several frames (docs/edk2.md section 4.2).
         pieces, offset, first = [], 0, driver.FRAGMENT_PAYLOAD - 8
         while offset < len(data) or not pieces:
             size = first if not pieces else driver.FRAGMENT_PAYLOAD
@@ -256,7 +256,7 @@ class Udp4Child(object):
         return "<Udp4Child %s:%d>" % (self.station, self.port)
 
     def accepts(self, datagram):
-        """Udp4MatchDgram: does this instance want ``datagram``? (facts 4.2 Matching)"""
+        """Udp4MatchDgram: does this instance want ``datagram``? (docs/edk2.md section 4.2 Matching)"""
         cfg = self.config
         if cfg.AcceptPromiscuous:
             return True
@@ -346,9 +346,9 @@ class Udp4Stack(CompletingDriver):
         self.abort_unresolved(child)
         child.queue.clear()
         if child.delivered and not destroying:
-            # EDK2 ASSERTs (debug builds) that every delivered datagram was recycled first (facts 4.2).
+            # EDK2 ASSERTs (debug builds) that every delivered datagram was recycled first (docs/edk2.md section 4.2).
             FIRMWARE.record_crash("UDP4 Configure(NULL) with %d received datagram(s) not yet "
-                                  "recycled: EDK2 ASSERTs (signal RxData->RecycleSignal first, facts 4.2)"
+                                  "recycled: EDK2 ASSERTs (signal each RecycleSignal first, docs/edk2.md section 4.2)"
                                   % len(child.delivered))
         for port in child.ports:
             port.children.remove(child)
@@ -411,7 +411,7 @@ class Udp4Stack(CompletingDriver):
         return True
 
     def bind(self, child, address, cfg):
-        """Udp4Bind: pick the port (explicit or ephemeral, facts 4.2) and attach the host socket."""
+        """Udp4Bind: pick the port (explicit or ephemeral, docs/edk2.md section 4.2) and attach the host socket."""
         if cfg.AcceptAnyPort:
             return S.EFI_SUCCESS, cfg.StationPort  # no port is bound at all
         if cfg.StationPort:
@@ -432,7 +432,7 @@ class Udp4Stack(CompletingDriver):
 
     # ------------------------------------------------------------------ the receive path
     def demultiplex(self, datagram):
-        """IpIo delivered one datagram: every matching instance gets its own copy (facts 4.2)."""
+        """IpIo delivered one datagram: every matching instance gets its own copy (docs/edk2.md section 4.2)."""
         ports = getattr(self.nic, "dns_ports", {})
         if ports.get(datagram.source) == datagram.sport and datagram.sport != 53:
             datagram.sport = 53  # the simulated DNS server on its real port speaks as port 53
@@ -481,7 +481,7 @@ class Udp4Stack(CompletingDriver):
 
     def icmp_error(self, host_port, destination, dport, status):
         """Udp4IcmpHandler: store the error on the first instance that sent the quoted datagram
-        (ports swapped) and report it through a receive token (facts 4.2)."""
+        (ports swapped) and report it through a receive token (docs/edk2.md section 4.2)."""
         ports = getattr(self.nic, "dns_ports", {})
         if destination is not None and ports.get(destination) == dport and dport != 53:
             dport = 53
@@ -548,7 +548,7 @@ class Udp4Stack(CompletingDriver):
             pass  # refused by the host (e.g. a broadcast it will not send): lost on the wire
 
     def route(self, child, destination):
-        """The next hop for ``destination``, or None: no route (facts 4.2 Transmit)."""
+        """The next hop for ``destination``, or None: no route (docs/edk2.md section 4.2 Transmit)."""
         if destination == LIMITED_BROADCAST:
             return destination
         if child.mask != "0.0.0.0" and _same_subnet(child.station, destination, child.mask):

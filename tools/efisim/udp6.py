@@ -1,18 +1,18 @@
 """Models EDK2 NetworkPkg/Udp6Dxe (Udp6Main.c, Udp6Impl.c): EFI_UDP6_SERVICE_BINDING_PROTOCOL and EFI_UDP6_PROTOCOL.
 
-Udp6Dxe is Udp4Dxe for IPv6 (facts 4.2: "Udp6 is parallel"), and so is the model: ``Udp6Driver``
+Udp6Dxe is Udp4Dxe for IPv6 (docs/edk2.md section 4.2: "Udp6 is parallel"), and so is the model: ``Udp6Driver``
 is udp4.Udp4Driver with the IPv6 address family (nic.IPV6: host AF_INET6 sockets on ::1), its own
 children, ledger and ephemeral-port counter, and the entry points whose structures differ:
 
 * Configure: EFI_UDP6_CONFIG_DATA has no UseDefaultAddress, SubnetMask or broadcast flags. An
   all-zero StationAddress lets IP6 choose -- EFI_NO_MAPPING until the NIC has a usable address
   (ip6config.py), the instance then stays no-mapping until Configure is called again, as UDP4's
-  does (facts 3.7); an explicit StationAddress must be one of the NIC's addresses and a non-zero
+  does (docs/edk2.md section 3.7); an explicit StationAddress must be one of the NIC's addresses and a non-zero
   RemoteAddress a valid unicast one, else EFI_INVALID_PARAMETER. Reconfiguring a configured
   instance may change only TrafficClass, HopLimit, ReceiveTimeout and TransmitTimeout.
 * Transmit: EFI_UDP6_TRANSMIT_DATA has no GatewayAddress; session data may override only the
   destination (Udp6.h), and a zero session DestinationAddress falls back to the configured one.
-* Groups: IPv6 multicast (ff00::/8). There is no Routes slot (facts 4.1).
+* Groups: IPv6 multicast (ff00::/8). There is no Routes slot (docs/edk2.md section 4.1).
 * GetModeData: EFI_IP6_MODE_DATA, whose AddressList is a pool allocation the caller frees.
 
 Receiving, RecycleSignal, receive timeouts, ICMP errors (IPV6_RECVERR on the host socket),
@@ -59,7 +59,7 @@ class Udp6Driver(Udp4Driver):
     # ------------------------------------------------------------------ Configure
     def configure(self, child, config):
         if not config:
-            # As UDP4 (facts 4.2): Configure(NULL) on an unconfigured instance is a no-op.
+            # As UDP4 (docs/edk2.md section 4.2): Configure(NULL) on an unconfigured instance is a no-op.
             if child.configured:
                 self.unconfigure(child)
             return S.EFI_SUCCESS

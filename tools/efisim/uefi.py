@@ -4,11 +4,11 @@ This is the firmware's own view of the UEFI basics (MdePkg/Include/Uefi/UefiBase
 UefiSpec.h): base types, status codes, the GUID structure, the calling convention, TPLs,
 event types, and the EFI_SYSTEM_TABLE / EFI_BOOT_SERVICES layouts. The stand-in
 ``boot_python/efi.py`` re-exports exactly the subset that BITS's own ``efi`` module offers
-(``../shared/bits-efi-api.md``); the simulator's drivers use the rest.
+(docs/bits-efi.md section 9); the simulator's drivers use the rest.
 
 On a host, ``EFIAPI`` is the host C calling convention: ctypes cannot call the Microsoft
 x64 ABI on Linux, so the simulated firmware is built from plain ``CFUNCTYPE`` callbacks
-(efi-network-facts.md section 1.1).
+(docs/edk2.md section 1.1).
 """
 
 from __future__ import print_function
@@ -85,7 +85,7 @@ class EFI_GUID(Structure):
         return "EFI_GUID(%r)" % str(self.uuid)
 
 
-# --- Status codes (efi-network-facts.md section 1.3). Errors carry the top bit of UINTN.
+# --- Status codes (docs/edk2.md section 1.3). Errors carry the top bit of UINTN.
 EFI_SUCCESS = 0
 EFI_LOAD_ERROR = EFI_ERROR | 1
 EFI_INVALID_PARAMETER = EFI_ERROR | 2
@@ -157,7 +157,7 @@ def check_status(status):
         raise EFIException(status)
 
 
-# --- Task priority levels and event types (UefiSpec.h; facts section 2.3)
+# --- Task priority levels and event types (UefiSpec.h; docs/edk2.md section 2.3)
 TPL_APPLICATION = 4
 TPL_CALLBACK = 8
 TPL_NOTIFY = 16
@@ -191,7 +191,7 @@ EFI_OPEN_PROTOCOL_BY_CHILD_CONTROLLER = 0x08
 EFI_OPEN_PROTOCOL_BY_DRIVER = 0x10
 EFI_OPEN_PROTOCOL_EXCLUSIVE = 0x20
 
-# --- Network protocol GUIDs (facts section 2.5), as bits-2079's efi.py offers them.
+# --- Network protocol GUIDs (docs/edk2.md section 2.5), as bits-2079's efi.py offers them.
 EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("00720665-67eb-4a99-baf7-d3c33a1c7cc9")
 EFI_TCP4_PROTOCOL_GUID = uuid.UUID("65530bc7-a359-410f-b010-5aadc7ec2b62")
 EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("ec20eb79-6c1a-4664-9a0d-d2e4cc16d664")
@@ -221,7 +221,7 @@ NETWORK_GUIDS = dict(
 )
 
 
-# --- EFI_TABLE_HEADER, EFI_BOOT_SERVICES, EFI_SYSTEM_TABLE (facts section 2.1, section 2.2)
+# --- EFI_TABLE_HEADER, EFI_BOOT_SERVICES, EFI_SYSTEM_TABLE (docs/edk2.md section 2.1, section 2.2)
 class EFI_TABLE_HEADER(Structure):
     _fields_ = [
         ("Signature", UINT64),

@@ -3,7 +3,7 @@
 bits-2070 and later have a C notify function, ``_c_event_callback``, that hands the event
 pointer to ``Py_AddPendingCall`` (ignoring a full queue, a known defect we reproduce) and one
 Python callable, set with ``_set_event_callback``, that receives it at a safe point
-(bits-efi-api.md, "Optional: the event hook"). Here the notify function is a ctypes callback
+(docs/bits-efi.md section 10). Here the notify function is a ctypes callback
 that calls the real ``Py_AddPendingCall`` of this interpreter, so the callable runs on the main
 thread between bytecodes exactly as in BITS. One difference: an exception raised by the
 callable is reported on stderr by ctypes instead of propagating into the interrupted code.

@@ -1,6 +1,6 @@
 """Stand-in for BITS's ``efi`` module, backed by the host firmware simulator.
 
-It offers exactly the names that ``../shared/bits-efi-api.md`` lists (a test diffs ``dir()``
+It offers exactly the names that docs/bits-efi.md section 9 lists (a test diffs ``dir()``
 against that list), with BITS's meaning, so code that runs here runs in BITS. The private
 ``_event_callback`` and ``_event_handlers`` mirror bits-2079's dispatcher for events made by
 ``create_event``; BITS registers it with ``_efi._set_event_callback`` at import, and so do we.
@@ -167,7 +167,7 @@ def get_protocol(handle, guid):
     return interface.value
 
 
-# --- bits-2070+ event helpers on the _efi hook (bits-efi-api.md "Optional: the event hook")
+# --- bits-2070+ event helpers on the _efi hook (docs/bits-efi.md section 10)
 _event_handlers = {}  # type: dict
 
 
