@@ -1,7 +1,7 @@
 """The endpoint interface: what ``select.py`` and the socket layer ask of an endpoint.
 
 An endpoint is the non-blocking half of a socket: ``tcp.TcpEndpoint`` and ``udp.UdpEndpoint``
-over an EFI child, and ``_socket._PairEndpoint`` (socketpair) in memory. The socket type in
+over an EFI child, and ``socketpair.PairEndpoint`` in memory. The socket type in
 ``_socket.py`` adds descriptors, timeouts and blocking on top; ``select.py`` reads readiness
 from the predicates below. ``Endpoint`` declares every member they use, once, as
 ``selectors.BaseSelector`` declares its own: each raises NotImplementedError until a subclass
@@ -30,7 +30,7 @@ def _abstract_property(name, doc):
 
 class Endpoint(object):
     """The interface; see the module docstring. Subclasses: TcpEndpoint, UdpEndpoint and
-    _socket._PairEndpoint."""
+    socketpair.PairEndpoint."""
 
     # No instance dict here: TcpEndpoint keeps __slots__ (select() reads every endpoint on every
     # round, and per-instance dicts outgrow the caches with a thousand endpoints).
@@ -43,6 +43,9 @@ class Endpoint(object):
     connected = _abstract_property("connected", "True while the endpoint may send: a TCP connection is up; "
                                                 "a datagram endpoint until it is closed.")
     closed = _abstract_property("closed", "True once close() was called.")
+    never_connected = _abstract_property("never_connected", "A stream endpoint that has not connected, "
+                                                            "listened nor failed yet (Linux's TCP_CLOSE "
+                                                            "before any connect); False for the others.")
     local_address = _abstract_property("local_address", "The (host, port[, ...]) bound, or None.")
     remote_address = _abstract_property("remote_address", "The connected peer's (host, port[, ...]), or None.")
 

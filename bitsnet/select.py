@@ -90,7 +90,7 @@ def _events_of(descriptor, wanted=_READABLE | _WRITABLE):
             mask |= _WRITABLE
         if endpoint.hung_up():
             mask |= POLLHUP  # reset: still "connected" until recv/send report it
-    elif descriptor.type == _socket.SOCK_STREAM and getattr(endpoint, "_state", None) in ("fresh", "bound"):
+    elif descriptor.type == _socket.SOCK_STREAM and endpoint.never_connected:
         # Linux tcp_poll on a TCP socket that never connected (TCP_CLOSE, nothing shut down):
         # POLLOUT|POLLHUP, not POLLIN (select() still calls it readable: POLLHUP counts there).
         mask = (mask & ~_READABLE) | _WRITABLE | POLLHUP

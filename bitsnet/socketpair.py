@@ -24,6 +24,7 @@ class PairEndpoint(Endpoint):
     LIMIT = 256 * 1024  # bytes the twin may queue here before send() would block
     listening = False
     connecting = False
+    never_connected = False  # connected from birth
     local_address = remote_address = ("127.0.0.1", 0)
 
     def __init__(self):

@@ -970,6 +970,7 @@ class TcpEndpoint(EfiChild):
     connecting = property(lambda self: self._refresh() or self._state == CONNECTING)
     connected = property(lambda self: self._refresh() or self._state == CONNECTED)
     listening = property(lambda self: self._state == LISTENING)
+    never_connected = property(lambda self: self._state in (FRESH, BOUND))
     failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)

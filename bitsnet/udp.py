@@ -78,6 +78,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     # listens or connects in the TCP sense, and is "connected" (may send) until closed.
     listening = False
     connecting = False
+    never_connected = False  # not a stream
     _closer = stack.udp_closer
     _POLL_UNCONFIGURED = False  # Poll goes through a configured child only
 
