@@ -130,7 +130,16 @@ LOG_BURST = 5  # console lines about refusals (and, separately, our own faults) 
 LOG_WINDOW = 10.0  # ... per this many seconds; the rest are counted
 TRANSCRIPT_LIMIT = 1024 * 1024  # characters of console text kept for polls and page reloads
 STOP_GRACE = 1.5  # s the server keeps answering after exit() so the page sees "closed"
-_UNTRACED = ("bitsnet", "efi", "_efi", "efisim")  # module name prefixes: network stack (Rule 4)
+_NETWORK_STACK = ("bitsnet", "efi", "_efi")  # module name prefixes never traced (Rule 4)
+
+
+def _untraced():
+    """The network stack's module prefixes, and any loaded package that stands in for the
+    firmware (it declares ``__bitsnet_firmware__ = True``; on a host the simulator does): its
+    frames are the firmware's, which in BITS is C and never traced (Rule 4)."""
+    stand_ins = tuple(name for name, module in list(sys.modules.items())
+                      if "." not in name and getattr(module, "__bitsnet_firmware__", False) is True)
+    return _NETWORK_STACK + stand_ins
 _THIS_FILE = (lambda: 0).__code__.co_filename
 # BITS quirk: a 128 KiB C stack with no guard page (docs/bits-environment.md section 11) holds
 # 175-320 Python levels while the recursion limit is 1000: a runaway recursion in the user's
@@ -565,6 +574,7 @@ class WebRepl(object):
         self.token = token or make_token()
         self.token_source = "--token" if token else token_source()
         self.allow_hosts = tuple(h.lower().rstrip(".") for h in allow_hosts)
+        self._untraced = _NETWORK_STACK  # and the firmware's stand-ins, from each run's _tracer()
         from bitsnet import netconsole
         netconsole.add_secret(self.token)  # the console mirrored over the network shows a mask instead
         self.transcript = Transcript()
@@ -655,6 +665,7 @@ class WebRepl(object):
         """The trace functions of Rule 3/4 as closures (the line tracer runs on every line)."""
         countdown = [TICKS]
         tick = self._tick
+        untraced = self._untraced = _untraced()
 
         def trace_line(frame, event, arg):
             countdown[0] -= 1
@@ -664,7 +675,7 @@ class WebRepl(object):
             return trace_line
 
         def trace_call(frame, event, arg):
-            if str(frame.f_globals.get("__name__", "")).startswith(_UNTRACED):
+            if str(frame.f_globals.get("__name__", "")).startswith(untraced):
                 return None
             return trace_line
         return trace_call
@@ -676,7 +687,7 @@ class WebRepl(object):
         self._next_service = now + SERVICE_INTERVAL
         walk = frame
         while walk is not None and walk.f_code is not _RUN_CODE:
-            if str(walk.f_globals.get("__name__", "")).startswith(_UNTRACED):
+            if str(walk.f_globals.get("__name__", "")).startswith(self._untraced):
                 return  # inside the network stack: servicing now would re-enter it (Rule 4)
             walk = walk.f_back
         self._service(0)

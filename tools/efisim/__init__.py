@@ -8,3 +8,5 @@ model EDK2's NetworkPkg over host sockets on loopback; ``boot_python/`` holds th
 # bitsnet.install() takes the modules that use socket out of sys.modules so that they are built
 # again on bitsnet's; the simulator's drivers run on the host's sockets and must stay as they are.
 __bitsnet_keep__ = True
+# bitsnet.webrepl traces the user's code but not the firmware's: here the firmware is this package.
+__bitsnet_firmware__ = True
