@@ -481,13 +481,7 @@ class TcpEndpoint(EfiChild):
             # a completed Transmit's token, packet, fragment and completion: EDK2 let go of them
             token, txdata, fragment, completion = self._tx_free.pop()
         else:
-            txdata = self._fam.TCP_TRANSMIT_DATA()
-            txdata.Push = True
-            txdata.FragmentCount = 1
-            token = self._fam.TCP_IO_TOKEN()
-            token.Packet.TxData = ctypes.pointer(txdata)
-            fragment = txdata.FragmentTable[0]  # views into memory kept with them (see _post_receive)
-            completion = token.CompletionToken
+            token, txdata, fragment, completion = self._transmit_token(urgent=False)
         txdata.DataLength = fragment.FragmentLength = len(data)
         # Zero-copy (docs/edk2.md section 3.3 Transmit): the bytes object is the fragment; kept in the registry.
         fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
@@ -511,6 +505,19 @@ class TcpEndpoint(EfiChild):
             _tx_retry.discard(self)
         events.check(op)
         return True
+
+    def _transmit_token(self, urgent):
+        """A new Transmit token with its packet, the packet's one fragment and the token's
+        completion: the last two are views into the first two's memory (FragmentTable and
+        CompletionToken build a new ctypes object on every read), kept with them until EDK2
+        completes the token."""
+        txdata = self._fam.TCP_TRANSMIT_DATA()
+        txdata.Push = True
+        txdata.Urgent = urgent
+        txdata.FragmentCount = 1
+        token = self._fam.TCP_IO_TOKEN()
+        token.Packet.TxData = ctypes.pointer(txdata)
+        return token, txdata, txdata.FragmentTable[0], token.CompletionToken
 
     def _transmit_refused(self):
         """EFI_OUT_OF_RESOURCES: try again from every progress(), whichever socket drives it
@@ -826,13 +833,7 @@ class TcpEndpoint(EfiChild):
 
     def _post_urgent(self, data):
         """One Transmit with Urgent=TRUE; its token is not recycled (_post_transmit's are Urgent=FALSE)."""
-        txdata = self._fam.TCP_TRANSMIT_DATA()
-        txdata.Push = txdata.Urgent = True
-        txdata.FragmentCount = 1
-        token = self._fam.TCP_IO_TOKEN()
-        token.Packet.TxData = ctypes.pointer(txdata)
-        fragment = txdata.FragmentTable[0]
-        completion = token.CompletionToken
+        token, txdata, fragment, completion = self._transmit_token(urgent=True)
         txdata.DataLength = fragment.FragmentLength = len(data)
         fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
         op = self._submit("txu", token, completion, keep=(txdata, data, fragment, completion))
