@@ -649,7 +649,7 @@ class socket(object):
             if self._timeout == 0.0:
                 descriptor.connect_pending = True
                 return _error(_errno.EALREADY)
-        elif reported and getattr(endpoint, "failed", False):
+        elif reported and endpoint.failed:
             # Linux: the connect after a failed non-blocking one reports its error (sock_error);
             # the one after that starts afresh.
             return _error(endpoint.take_error() or _errno.ECONNABORTED)
@@ -1006,7 +1006,7 @@ class socket(object):
             return 0
         progressed = False
         # MSG_OOB: EFI TCP's Urgent flag (tcp.send_urgent); socketpair() has no urgent data
-        send = endpoint.send_urgent if flags & MSG_OOB and hasattr(endpoint, "send_urgent") else endpoint.send
+        send = endpoint.send_urgent if flags & MSG_OOB else endpoint.send
         while True:
             n = send(data)
             if n is not None:

@@ -508,9 +508,12 @@ def _dns4_lookup(name, server_list):
         return _take_h2a(token), efi.EFI_SUCCESS
     finally:
         # DestroyChild resets the instance and ends every token (DnsDestroyChild); then the
-        # registry lets go of this lookup's token.
-        the_nic.destroy_child(sb, handle)
-        events.abandon(owner)
+        # registry lets go of this lookup's token -- unless it failed: the child may live on and
+        # still write the token, which then stays registered until it completes (events.orphan).
+        if the_nic.destroy_child(sb, handle) == efi.EFI_SUCCESS:
+            events.abandon(owner)
+        else:
+            events.orphan(owner)
 
 
 def _take_h2a(token):

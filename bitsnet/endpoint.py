@@ -128,6 +128,25 @@ class Endpoint(object):
         raise NotImplementedError("%s.get_option" % type(self).__name__)
 
 
+class StreamEndpoint(Endpoint):
+    """What a stream endpoint adds (TcpEndpoint, socketpair.PairEndpoint): the connect that
+    failed, the connect that waits for an address, urgent data."""
+
+    __slots__ = ()
+
+    failed = _abstract_property("failed", "True once a connect failed (its error is pending; a new connect "
+                                          "may start over).")
+
+    def connect_later(self, address):
+        """Connect as soon as the local address exists (DHCP, SLAAC still running): the caller
+        reports EINPROGRESS now; later progress sends the SYN."""
+        raise NotImplementedError("%s.connect_later" % type(self).__name__)
+
+    def send_urgent(self, data):
+        """send(MSG_OOB): how many bytes were queued as urgent data, or None (would block)."""
+        raise NotImplementedError("%s.send_urgent" % type(self).__name__)
+
+
 class DatagramEndpoint(Endpoint):
     """What a datagram endpoint adds (UdpEndpoint): addressed sends and receives."""
 

@@ -11,19 +11,20 @@ import errno
 
 from bitsnet import buffers, errors
 from bitsnet.constants import SHUT_RDWR, SHUT_WR
-from bitsnet.endpoint import Endpoint
+from bitsnet.endpoint import StreamEndpoint
 
 
 def _error(err):
     return errors.socket_error(err)
 
 
-class PairEndpoint(Endpoint):
+class PairEndpoint(StreamEndpoint):
     """One end of ``socketpair()`` (see the module docstring)."""
 
     LIMIT = 256 * 1024  # bytes the twin may queue here before send() would block
     listening = False
     connecting = False
+    failed = False
     never_connected = False  # connected from birth
     local_address = remote_address = ("127.0.0.1", 0)
 
@@ -44,6 +45,11 @@ class PairEndpoint(Endpoint):
 
     def connect_start(self, address):
         raise _error(errno.EISCONN)
+
+    connect_later = connect_start
+
+    def send_urgent(self, data):
+        return self.send(data)  # a pipe in memory has no urgent data: MSG_OOB bytes go inline
 
     def listen(self, backlog):
         raise _error(errno.EINVAL)

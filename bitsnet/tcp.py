@@ -63,8 +63,9 @@ import efi
 from bitsnet import clock, efidefs, errors, events, family, stack
 from bitsnet.buffers import ByteQueue
 from bitsnet.child import NO_MAPPING_WAIT, EfiChild
-# The speed policy lives with the pump that applies it (stack.py); its names stay readable here.
-from bitsnet.stack import POLL_BATCH, RECEIVE_CHUNK, REAP_SWEEP, SEND_POLL_BATCH, STREAM_SEGMENT  # noqa: F401
+from bitsnet.endpoint import StreamEndpoint
+# The speed policy lives with the pump that applies it (stack.py): set its numbers there.
+from bitsnet.stack import RECEIVE_CHUNK, STREAM_SEGMENT
 
 TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
@@ -137,7 +138,7 @@ def _fail(err, detail):
     raise errors.socket_error(err, detail)
 
 
-class TcpEndpoint(EfiChild):
+class TcpEndpoint(EfiChild, StreamEndpoint):
     """One TCP4 or TCP6 child; see the module docstring for the rules it keeps.
 
     ``fam`` (``family.INET`` or ``family.INET6``) supplies everything that differs between the

@@ -18,10 +18,13 @@ def _owner(cls, name):
 
 
 def test_the_interface_raises_not_implemented():
-    class Bare(endpoint.DatagramEndpoint):
+    class BareDatagram(endpoint.DatagramEndpoint):
         pass
-    bare = Bare()
-    for cls in (endpoint.Endpoint, endpoint.DatagramEndpoint):
+
+    class BareStream(endpoint.StreamEndpoint):
+        pass
+    for cls, bare in ((endpoint.Endpoint, BareDatagram()), (endpoint.DatagramEndpoint, BareDatagram()),
+                      (endpoint.StreamEndpoint, BareStream())):
         for name in _members(cls):
             member = vars(cls)[name]
             with pytest.raises(NotImplementedError):
@@ -32,9 +35,24 @@ def test_the_interface_raises_not_implemented():
 
 
 def test_tcp_endpoint_provides_every_member():
-    assert issubclass(tcp.TcpEndpoint, endpoint.Endpoint)
-    missing = [name for name in _members(endpoint.Endpoint) if _owner(tcp.TcpEndpoint, name) is endpoint.Endpoint]
+    assert issubclass(tcp.TcpEndpoint, endpoint.StreamEndpoint)
+    missing = [name for name in _members(endpoint.Endpoint) + _members(endpoint.StreamEndpoint)
+               if _owner(tcp.TcpEndpoint, name) in (endpoint.Endpoint, endpoint.StreamEndpoint)]
     assert missing == []
+
+
+def test_the_socket_layer_asks_only_declared_members():
+    """Every ``endpoint.NAME`` the socket layer and select() use is declared in endpoint.py."""
+    import os
+    import re
+    declared = set(_members(endpoint.Endpoint) + _members(endpoint.StreamEndpoint) +
+                   _members(endpoint.DatagramEndpoint))
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bitsnet")
+    used = set()
+    for name in ("_socket.py", "select.py", "tls_socket.py"):
+        with open(os.path.join(root, name)) as source:
+            used.update(re.findall(r"\bendpoint\.([A-Za-z]\w*)", source.read()))
+    assert sorted(used - declared) == []
 
 
 def test_udp_endpoint_provides_every_datagram_member():
@@ -69,5 +87,5 @@ def test_tcp_state_table():
 
 def test_pair_endpoint_provides_every_member():
     from bitsnet import socketpair
-    assert [name for name in _members(endpoint.Endpoint)
-            if _owner(socketpair.PairEndpoint, name) is endpoint.Endpoint] == []
+    assert [name for name in _members(endpoint.Endpoint) + _members(endpoint.StreamEndpoint)
+            if _owner(socketpair.PairEndpoint, name) in (endpoint.Endpoint, endpoint.StreamEndpoint)] == []
