@@ -26,6 +26,7 @@ import sys as _sys
 
 from bitsnet import _socket
 from bitsnet import clock as _clock
+from bitsnet import errors as _errors
 from bitsnet import events as _events
 
 if _sys.version_info[0] >= 3:
@@ -214,11 +215,7 @@ class _Select(object):
             result[1] = [obj for obj, fd in lists[1] if _writable(descriptors[fd])]
             return bool(result[0] or result[1])
 
-        _socket._enter()  # one thread at a time (_socket._enter)
-        try:
-            waiter.wait(ready, seconds)
-        finally:
-            _socket._leave()
+        _wait_ready(waiter, ready, seconds)
         return result[0], result[1], []
 
     def __repr__(self):
@@ -237,6 +234,15 @@ def _event_mask(eventmask):
     if eventmask > 0xffff:
         raise OverflowError("Python int too large for C unsigned short")
     return eventmask
+
+
+def _wait_ready(waiter, ready, seconds):
+    """select() and poll.poll()'s wait, behind the socket module's boundary (below)."""
+    waiter.wait(ready, seconds)
+
+
+# One thread at a time, and EFI errors as socket errors, as for every socket entry point.
+_wait_ready = _errors.efi_boundary(_wait_ready, _socket._enter, _socket._leave)
 
 
 class poll(object):
@@ -293,9 +299,5 @@ class poll(object):
                     result.append((fd, revents))
             return bool(result)
 
-        _socket._enter()  # one thread at a time (_socket._enter)
-        try:
-            waiter.wait(ready, timeout)
-        finally:
-            _socket._leave()
+        _wait_ready(waiter, ready, timeout)
         return list(result)

@@ -672,12 +672,14 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         try:
             self.connect_start(address)
         except (errors.error, efi.EFIException) as exc:
+            if isinstance(exc, efi.EFIException):
+                exc = errors.from_efi_exception(exc, "connect")  # the one translation (errors.py)
             if isinstance(exc, errors.timeout) and not exc.errno:  # not ETIMEDOUT: our deadline
                 self._awaiting = (address, previous)  # still no address: stay connecting
                 self._enter(CONNECTING)
                 return
             self._enter(FAILED)
-            self._set_error(getattr(exc, "errno", None) or errno.EIO)
+            self._set_error(exc.errno or errno.EIO)
         finally:
             events.caller_deadline[0] = held
 

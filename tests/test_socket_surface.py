@@ -120,6 +120,25 @@ def test_an_efi_exception_inside_socket_methods_is_a_socket_error(monkeypatch):
         second.close()
 
 
+def test_an_efi_exception_inside_select_or_poll_is_a_socket_error(monkeypatch):
+    from bitsnet import select as bs_select
+    first, second = bs.socketpair()
+    try:
+        monkeypatch.setattr(socketpair.PairEndpoint, "can_recv", _raise_efi(efi.EFI_DEVICE_ERROR))
+        with pytest.raises(bs.error) as caught:
+            bs_select.select([first], [], [], 0)
+        _check(caught, errno.EIO, "EFI_DEVICE_ERROR in _wait_ready")
+        poller = bs_select.poll()
+        poller.register(first, bs_select.POLLIN)
+        with pytest.raises(bs.error) as caught:
+            poller.poll(0)
+        _check(caught, errno.EIO, "EFI_DEVICE_ERROR in _wait_ready")
+        assert bs._inside == [None, 0]  # the boundary left the thread rule as it found it
+    finally:
+        first.close()
+        second.close()
+
+
 def test_an_efi_exception_while_making_a_socket_is_a_socket_error(monkeypatch):
     monkeypatch.setattr(nic, "default_nic", _raise_efi(efi.EFI_NOT_FOUND))
     before = sorted(bs._fds)
