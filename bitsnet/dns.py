@@ -9,7 +9,7 @@ the DNS4 path -- the own client over ``udp.UdpEndpoint`` -- the message codec (`
 Resolution order for a name (docs/architecture.md section 12): an IP literal; the hosts table; the answer cache;
 EFI_DNS4_PROTOCOL when the NIC has its service binding (docs/edk2.md section 6.3: most firmware does not);
 otherwise -- or when DNS4 timed out and more servers are known -- our own client. Reverse
-lookups (PTR) never use DNS4: EDK2's IpToHostName is not implemented (docs/edk2.md section 6.2 / dns4 model).
+lookups (PTR) never use DNS4 (EDK2 quirk: its IpToHostName is not implemented, docs/edk2.md section 6.2).
 
 DNS servers come from IP4 Config2 (DHCP option 6, or ``bitsnet.configure(dns=...)``), unless
 ``set_servers`` overrides them. EDK2's DnsDxe, given no server list, runs its own blocking DHCP
@@ -477,9 +477,9 @@ def _dns4_lookup(name, server_list):
         config.SubnetMask = efidefs.ipv4(info.netmask)
         config.RetryCount = max(0, ATTEMPTS - 1)
         config.RetryInterval = max(1, int(round(TIMEOUT)))
-        # RFC 5452 as for our own client: DnsDxe's UDP child would take EDK2's next sequential
-        # port; a random one from the entropy source instead (a taken port is EFI_ACCESS_DENIED:
-        # another, and in the end the firmware's choice, 0).
+        # EDK2 quirk: DnsDxe's UDP child would take EDK2's next sequential port (docs/edk2.md
+        # section 4.2); RFC 5452 as for our own client: a random one from the entropy source
+        # instead (a taken port is EFI_ACCESS_DENIED: another, and in the end the firmware's, 0).
         low, high = SOURCE_PORTS
         ports = [low + entropy.randbelow(high - low + 1) for _ in range(SOURCE_PORT_TRIES)] + [0]
         for port in ports:

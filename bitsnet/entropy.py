@@ -92,7 +92,7 @@ class RngProtocol(object):
             raise Unavailable("no efi module")
         try:
             handles = efi.locate_handles(EFI_RNG_PROTOCOL_GUID)
-        except Exception:  # efi.EFIException(EFI_NOT_FOUND): Debian's OVMF, most firmware
+        except Exception:  # EDK2 quirk: OVMF has no EFI_RNG_PROTOCOL (EFI_NOT_FOUND; docs/entropy.md)
             raise Unavailable("no EFI_RNG_PROTOCOL")
         if not len(handles):
             raise Unavailable("no EFI_RNG_PROTOCOL")

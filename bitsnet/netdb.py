@@ -80,7 +80,7 @@ def host_text(host):
         return bytes(host).decode("ascii")
     if sys.version_info[0] < 3 and isinstance(host, unicode):  # noqa: F821
         from bitsnet import dns
-        return dns.to_ascii(host)  # BITS quirk: no "idna" codec there (dns.to_ascii)
+        return dns.to_ascii(host)  # BITS quirk: no "idna" codec (docs/bits-environment.md section 2.4)
     raise TypeError("str, bytes or bytearray expected, not %s" % type(host).__name__)
 
 

@@ -75,7 +75,8 @@ DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBu
 DEFAULT_RCVBUF = 256 * 1024  # Python receive bound (SO_RCVBUF); also EDK2's ReceiveBufferSize
 EDK2_BUFFER_RANGE = (8 * 1024, 2 * 1024 * 1024)  # docs/edk2.md section 3.9: outside it EDK2 silently uses 2 MiB
 EDK2_BACKLOG_RANGE = (5, 10)  # docs/edk2.md section 3.9 MaxSynBackLog
-CONNECT_TIMEOUT = 75.0  # our own connect timer; EDK2's cannot go below 60 s (docs/edk2.md section 3.9)
+# EDK2 quirk: its connect timer cannot be set below 60 s (docs/edk2.md section 3.9), so bitsnet runs its own.
+CONNECT_TIMEOUT = 75.0
 CLOSE_TIMEOUT = 60.0  # a background graceful close that cannot finish by then is aborted
 TIME_TO_LIVE = 64
 
@@ -450,7 +451,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._rx_fragment = self._rx_packet.FragmentTable[0]
             self._rx_completion = self._rx_token.CompletionToken
         rxdata, token = self._rx_packet, self._rx_token
-        # docs/edk2.md section 3.3 Receive: EDK2 rewrites DataLength/FragmentLength; always fill them afresh.
+        # EDK2 quirk: Receive rewrites DataLength/FragmentLength (docs/edk2.md section 3.3 Receive): refill them.
         rxdata.DataLength = RECEIVE_CHUNK
         self._rx_fragment.FragmentLength = RECEIVE_CHUNK
         op = self._submit("rx", token, self._rx_completion, keep=(rxdata, self._rx_buffer))
@@ -597,7 +598,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, host))
         host = canonical
         if not 0 <= int(port) <= 65535:
-            _fail(errno.EINVAL, "port out of range: %d" % int(port))  # BITS quirk: no repr() of a float
+            # BITS quirk: no repr() of a float (docs/bits-environment.md section 10)
+            _fail(errno.EINVAL, "port out of range: %d" % int(port))
         return host, int(port), info
 
     def bind(self, address):
@@ -879,7 +881,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._rd_shut = True
             self._rx.discard()
         if how in (SHUT_WR, SHUT_RDWR):
-            self._fin_wanted = True  # EDK2 has no half-close: this starts the full close
+            # EDK2 quirk: no half-close (docs/edk2.md section 3.3 Close): SHUT_WR starts the full close.
+            self._fin_wanted = True
         self._update()
 
     def close(self, abort=False):
@@ -912,7 +915,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._abort()
             self._destroy()
         else:
-            self._rd_shut = True  # nobody will read: drop data, but keep draining EDK2
+            # EDK2 quirk: a Close with unread data sends a RST (docs/edk2.md section 3.3 Close): nobody
+            # will read, so drop the data but keep draining EDK2 until the FIN.
+            self._rd_shut = True
             self._rx.discard()
             self._fin_wanted = True
             self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT

@@ -352,7 +352,8 @@ class TlsSession(object):
         if alert in CERTIFICATE_ALERTS:
             reason = ALERT_REASONS[alert]
             if alert in (42, 46) and self.verify_host_name:
-                # OVMF's OpenSSL reports a host-name mismatch as bad_certificate (docs/tls.md section 3.3)
+                # EDK2 quirk: OVMF's OpenSSL reports a host-name mismatch as bad_certificate (docs/tls.md
+                # section 3.3)
                 reason = "the certificate is not valid for %r, or is otherwise unusable" % (self.verify_host_name,)
             raise TlsFailure("verify", "certificate verify failed: %s (the firmware's TLS sent alert %d %s)"
                              % (reason, alert, ALERTS[alert]), status, alert)

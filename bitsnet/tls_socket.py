@@ -227,7 +227,8 @@ class SSLSocket(object):
                               "docs/tls.md section 2.3)" % why)
 
     def _check_host_in_python(self, session):
-        """EDK2 before 2020 has no EfiTlsVerifyHost: check the name here (docs/tls.md section 2.4)."""
+        """EDK2 quirk: EDK2 before 2020 has no EfiTlsVerifyHost: check the name here (docs/tls.md
+        section 2.4)."""
         from bitsnet import tls_x509
         der = tls_x509.server_certificate(bytes(session.handshake_messages))
         if der is None:

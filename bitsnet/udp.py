@@ -242,7 +242,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if host is None:
             _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, address[0]))
         if not 0 <= int(port) <= 65535:
-            _fail(errno.EINVAL, "port out of range: %d" % int(port))  # BITS quirk: no repr() of a float
+            # BITS quirk: no repr() of a float (docs/bits-environment.md section 10)
+            _fail(errno.EINVAL, "port out of range: %d" % int(port))
         return host, int(port)
 
     def _is_broadcast(self, host):
