@@ -21,7 +21,7 @@ Layout rules that matter (docs/edk2.md section 1.2): IPv4/IPv6 addresses are byt
 arrays with alignment 1 -- that is what puts EFI_TCP4_ACCESS_POINT.StationPort at offset 10 --
 and port numbers in configuration and session structures are host byte order. UINTN and
 pointers take the native size, so the same classes describe x64 and IA32 firmware.
-tests/test_efi_layout.py pins every size and offset against the facts sheet.
+tests/test_efi_layout.py pins every size and offset against docs/edk2.md sections 3.1 and 4.1.
 
 The spec declares fragment tables as one-element arrays followed by more elements in the same
 allocation; ``tcp4_receive_data(n)`` and ``tcp4_transmit_data(n)`` build the n-element variant

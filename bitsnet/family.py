@@ -20,14 +20,12 @@ where the family supplies it. Nothing here touches the firmware.
 import struct
 
 from bitsnet import efidefs, inet
+from bitsnet.constants import AF_INET, AF_INET6  # noqa: F401  (Linux's values, as _socket exports them)
 
 try:
     from typing import Any, Optional  # noqa: F401  (type comments)
 except ImportError:  # BITS's Python 2.7 has no typing module
     pass
-
-AF_INET = 2
-AF_INET6 = 10  # Linux's value, as _socket exports it
 
 # Address text <-> bytes is bitsnet.inet's (the one place); re-exported here for the callers.
 pack_ipv6 = inet.pack_ipv6

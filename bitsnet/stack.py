@@ -32,13 +32,13 @@ from bitsnet.closer import Closer
 # arrives (the last Receive brought at least STREAM_SEGMENT bytes) that pump first Polls a batch
 # of POLL_BATCH (see _post_deferred).
 RECEIVE_CHUNK = 64 * 1024  # bytes per Receive: what BITS used; one 64 KiB copy per completion
-STREAM_SEGMENT = 1024  # a Receive completed with at least this much: a stream (see progress)
+STREAM_SEGMENT = 1024  # a Receive completed with at least this much: a stream (see pump)
 # Polls after such a Receive, before re-posting it. Real BITS under QEMU (tools/fwbench.py, A/B of
 # 8/16/32/44 in one boot, docs/performance.md): 32 beat 16 (each synchronous Receive of the
 # buffered frames costs ~450 us however many it takes); 32 frames (46 KB) still fit one
 # RECEIVE_CHUNK, so one Receive takes the whole batch.
 POLL_BATCH = 32
-# Polls per wait round while a send is blocked (progress): real BITS, A/B of 1/4/8/16 alternating in
+# Polls per wait round while a send is blocked (pump): real BITS, A/B of 1/4/8/16 alternating in
 # one boot (tools/fwbench.py's guest, section sendab): 16 best, +35% over 1.
 SEND_POLL_BATCH = 16
 REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
@@ -103,7 +103,7 @@ def _post_deferred():
     synchronously: one Python completion (and one copy out of the Receive buffer) per batch
     instead of one per frame -- most of bulk receive's cost. Only endpoints whose last Receive
     brought a full segment cause these Polls, so request/response traffic never pays for them;
-    progress() calls this before it Polls, so nothing is noticed later for it.
+    pump() calls this before it Polls, so nothing is noticed later for it.
     """
     deferred = [ep for ep in rx_deferred if ep._proto is not None]
     rx_deferred.clear()

@@ -67,7 +67,6 @@ from bitsnet.endpoint import StreamEndpoint
 # The speed policy lives with the pump that applies it (stack.py): set its numbers there.
 from bitsnet.stack import RECEIVE_CHUNK, STREAM_SEGMENT
 
-TCP4_SB = efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID
 
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced

@@ -44,12 +44,11 @@ import errno
 
 import efi
 
-from bitsnet import clock, efidefs, errors, events, family, inet, ipconfig, stack
+from bitsnet import clock, errors, events, family, inet, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
-from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # noqa: F401  (NO_MAPPING_WAIT: docs/edk2.md section 3.7)
+from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # NO_MAPPING_WAIT: docs/edk2.md section 3.7
 from bitsnet.endpoint import DatagramEndpoint
 
-UDP4_SB = efidefs.EFI_UDP4_SERVICE_BINDING_PROTOCOL_GUID
 
 MAX_DATAGRAM = 65507  # 65535 - 20 (IP header) - 8 (UDP header): EDK2's limit (docs/edk2.md section 4.2)
 RX_MAX_DATAGRAMS = 256  # Python receive queue bound in datagrams ...
