@@ -208,7 +208,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     def _renew_child(self):
         """Swap the (unconfigured, tokenless) child for a new one.
 
-        EDK2 quirk (TcpConfigurePcb, measured on OVMF by tests/firmware/scenarios/23_tcp_options.scn):
+        EDK2 quirk (TcpDxe TcpConfigurePcb, docs/edk2.md section 3.9; measured on OVMF by
+        tests/firmware/scenarios/23_tcp_options.scn):
         EnableNagle=FALSE sets TCP_CTRL_NO_NAGLE, which nothing clears for the life of the child --
         not Configure(NULL), not a later Configure with EnableNagle=TRUE. So TCP_NODELAY turned
         back off between bind() and connect()/listen() needs a new child. (Timestamps and window
