@@ -123,6 +123,7 @@ class SSLSocket(object):
             owner = weakref.ref(self)
             transport = _Transport(lambda n: base.recv(owner(), n), lambda data: base.send(owner(), data))
         self._makefile_refs = 0
+        self._cas_checked = self._host_checked = False  # the Python-side checks, done once a session
         self.settimeout(timeout)
         self._context = context
         self.server_hostname = server_hostname
@@ -202,9 +203,9 @@ class SSLSocket(object):
     def do_handshake(self, block=False):
         session = self._live_session()
         self._call(session.handshake)
-        if self._context.verify_mode != _api.CERT_NONE and not getattr(self, "_cas_checked", False):
+        if self._context.verify_mode != _api.CERT_NONE and not self._cas_checked:
             self._check_context_cas(session)
-        if self._check_in_python and self._context.check_hostname and not getattr(self, "_host_checked", False):
+        if self._check_in_python and self._context.check_hostname and not self._host_checked:
             self._check_host_in_python(session)
 
     def _check_context_cas(self, session):
