@@ -54,24 +54,14 @@ def fileobject_class(socket_module):
             if size < 0:
                 rbufsize = max(self._rbufsize, READ_ALL_RECV)
                 while True:
-                    try:
-                        data = self._sock.recv(rbufsize)
-                    except error as e:
-                        if e.args[0] == EINTR:
-                            continue
-                        raise
+                    data = self._recv(rbufsize)
                     if not data:
                         break
                     chunks.append(data)
             else:
                 left = size - buffered
                 while left:
-                    try:
-                        data = self._sock.recv(left)
-                    except error as e:
-                        if e.args[0] == EINTR:
-                            continue
-                        raise
+                    data = self._recv(left)
                     if not data:
                         break
                     n = len(data)
@@ -81,6 +71,15 @@ def fileobject_class(socket_module):
             if len(chunks) == 1 and type(chunks[0]) is str:
                 return chunks[0]
             return "".join(chunks)
+
+        def _recv(self, n):
+            """One recv, retried on EINTR as the stdlib's loops do."""
+            while True:
+                try:
+                    return self._sock.recv(n)
+                except error as e:
+                    if e.args[0] != EINTR:
+                        raise
 
     return _fileobject
 
