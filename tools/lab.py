@@ -360,9 +360,9 @@ class Lab(object):
         self.stop()
 
     def describe(self):
-        six = " (and [%s] on IPv6)" % self.host6 if self.echo6 is not None else ""
-        return ("lab on %s%s: http %d, tcp+udp echo %d, dns %d"
-                % (self.host, six, self.port, self.echo_port, self.dns_port))
+        six = "; the same on [%s]" % self.host6 if self.echo6 is not None else ""
+        return ("lab on %s: http %d, tcp+udp echo %d, dns %d%s"
+                % (self.host, self.port, self.echo_port, self.dns_port, six))
 
     def instructions(self):
         """What to type at the boot prompt (the README's words): one line per address a board can
