@@ -54,6 +54,18 @@ Python API (tests/test_real_bits.py)::
 ``on_line(line)`` is called (in a thread of its own, in the namespace, so it reaches
 127.0.0.1:PORT of a ``hostfwd`` listener) for every program output line as it arrives;
 ``setup()`` runs in the namespace before the boot and returns extra placeholders (dict).
+
+Typed at the GRUB prompt, as a user does (``run_typed``; README.rst's selftest under QEMU)::
+
+    python3 tools/bitsrun.py --typed --lab-args '' --hostfwd 8081 \
+        'python -m bitsnet.selftest --peer 10.0.2.2:8080 --listen-port 8081 --listen-via 127.0.0.1:8081'
+
+BITS boots as shipped (its own grub.cfg and menu; bitsnet installed unless ``--as-is``), ``c``
+at the menu opens the GRUB prompt and the command line is typed on the guest's keyboard (QEMU's
+monitor, ``sendkey``), then ``echo "@@bitsrun typed status $?"`` and ``halt``; the exit status is
+the command's GRUB status.  ``--lab-args ARGS`` first starts ``python tools/lab.py ARGS`` in the
+namespace, as the README starts it -- none of ``--lab``'s crutches (DNS on port 53 behind slirp's
+proxy, forwards added through the monitor): only ``--hostfwd``, which QEMU's command line takes.
 """
 
 from __future__ import print_function
@@ -82,7 +94,6 @@ import qemu_vm  # noqa: E402
 DEFAULT_IMAGE = os.path.join(os.path.dirname(ROOT), "shared", "bits", "bits-2079-x86_64-efi.tar.xz")
 PACKAGES = ["qemu-system-x86", "ovmf", "ipxe-qemu", "mtools", "dosfstools"]
 BUILD = os.path.join(ROOT, "build", "bitsrun")
-GUEST_HOST6 = "fec0::2"  # slirp's default IPv6 host alias: the namespace's ::1 as the guest sees it
 LAB_HTTP_PORT = 8080  # fixed: the namespace is ours, nothing else listens there
 DNS_PORT = 53
 ESP_MIB = 64  # FAT32 needs at least ~33 MiB
@@ -448,8 +459,6 @@ def start_lab(monitor=None):
     running = lab.Lab("127.0.0.1", LAB_HTTP_PORT)
     if monitor is not None:
         running.http.RequestHandlerClass = _lab_handler(monitor)
-    if running.echo6 is not None:
-        running.host6 = GUEST_HOST6  # what lab.json tells the guest: slirp's IPv6 alias of the loopback
     running.start()
     dns = DnsServer()
     ports = {"lab": "%s:%d" % (qemu_vm.GUEST_HOST, running.port), "lab_http": str(running.port),
@@ -801,7 +810,7 @@ def run_typed(command, lab_args=None, image=None, hostfwd=(), timeout=DEFAULT_TI
 
 
 def typed_main(argv):
-    """``bitsrun.py --typed 'COMMAND' [--lab-args 'ARGS'] [--hostfwd PORT] ...``: run_typed."""
+    """``bitsrun.py --typed [--lab-args 'ARGS'] [--hostfwd PORT] ... 'COMMAND'``: run_typed."""
     import shlex
     parser = argparse.ArgumentParser(prog="bitsrun.py --typed", description=run_typed.__doc__.split("\n")[0])
     parser.add_argument("command", help="the GRUB command line to type")
@@ -857,8 +866,9 @@ def _split_argv(argv):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--typed"]:
-        return typed_main(argv[1:])
+    if "--typed" in argv[:argv.index("-m") if "-m" in argv else len(argv)]:
+        argv.remove("--typed")
+        return typed_main(argv)
     options, program, program_args = _split_argv(argv)
     parser = argparse.ArgumentParser(prog="bitsrun.py", usage="%(prog)s [options] (SCRIPT | -m MODULE | -c CODE) "
                                      "[ARGS ...]", description=__doc__.split("\n")[0])
