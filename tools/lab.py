@@ -137,7 +137,7 @@ class _ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
 class _V6Only:  # no base: 2.7's SocketServer classes are old-style
     """An IPv6 server beside its IPv4 twin on the same port: [::] must not claim IPv4 as well
     (Linux's default, bindv6only 0, would make the second bind fail)."""
-    address_family = socket.AF_INET6
+    address_family = int(socket.AF_INET6)  # type: int
 
     def server_bind(self):
         self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
