@@ -409,3 +409,20 @@ def test_esp_image_round_trips(tmp_path):
     tree = bitsrun.unpack_image(image, str(tmp_path / "back"))
     with open(os.path.join(tree, "boot", "python", "x.py")) as handle:
         assert handle.read() == "print(1)\n"
+
+
+def test_typed_lines_become_us_keyboard_keys():
+    keys = bitsrun.grub_keys('python -m x --peer [fec0::2]:80 "$?"\n')
+    assert keys[:7] == ["p", "y", "t", "h", "o", "n", "spc"]
+    assert keys[-5:] == ["shift-apostrophe", "shift-4", "shift-slash", "shift-apostrophe", "ret"]
+    assert "bracket_left" in keys and "shift-semicolon" in keys and keys[-1] == "ret"
+    assert bitsrun.grub_keys("Ab") == ["shift-a", "b"]
+    with pytest.raises(ValueError):
+        bitsrun.grub_keys(u"caf\u00e9")
+
+
+def test_the_readme_gives_the_typed_selftest_its_commands():
+    lab_args, forwards, typed = readme_selftest()
+    assert lab_args == [] and forwards == [8081]
+    assert typed.startswith("python -m bitsnet.selftest --peer 10.0.2.2:8080 ")
+    assert "--listen-via 127.0.0.1:8081" in typed
