@@ -242,3 +242,16 @@ def test_a_lab_without_ipv6_is_a_skip():
     with pytest.raises(module.Skip) as caught:
         module.check_tcp_echo6(None, "192.0.2.2", {"tcp_echo": 9}, None, 1.0)
     assert "no IPv6 echo" in str(caught.value)
+
+
+def test_an_ipv6_peer_runs_every_traffic_check_over_ipv6():
+    # --peer [ADDR]:PORT: the lab serves HTTP, echo and DNS on [::1] too (tools/lab.py).
+    code = ("import os, sys; from bitsnet import selftest; "
+            "sys.exit(selftest.main(['--peer', '[::1]:' + os.environ['BITSNET_LAB'].split(':')[1]]))")
+    status, lines, err = selftest("--lab", "-c", code)
+    report = "\n".join(lines) + "\n" + err
+    assert status == 0 and SUMMARY.match(lines[-1]) and SUMMARY.match(lines[-1]).group(2) == "0", report
+    assert [line for line in lines if re.match(r"^ ?\d+ TCP connect to lab \[::1\]:\d+ \.+ PASS", line)], report
+    assert squash("answered by the lab's DNS at ::1 port") in squash(result_of(lines, "DNS query")[1]), report
+    assert squash("[::1]:") in squash(result_of(lines, "TCP echo over IPv6")[1]), report
+    assert squash("datagram echoed by ::1 port") in squash(result_of(lines, "UDP echo")[1]), report
