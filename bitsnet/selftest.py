@@ -260,18 +260,20 @@ def check_lab_dns(socket, host, lab, timeout):
     family = socket.AF_INET6 if _is_ipv6(host) else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_DGRAM)
     results = []
+    wait = min(timeout, 5.0)
     try:
-        sock.settimeout(min(timeout, 5.0))
         name = sorted(names)[0]
         for qname, expected in ((name, names[name]), ("no-such-name." + name.partition(".")[2], None)):
             ident = entropy.getrandbits(16)
             sock.sendto(dnsmessage.build_query(ident, qname, dnsmessage.TYPE_A), server)
+            deadline = _clock() + wait
             while True:
                 try:
+                    sock.settimeout(max(deadline - _clock(), 0.001))
                     data, source = sock.recvfrom(4096)
                 except socket.timeout:
-                    raise Fail("no answer from the lab's DNS at %s:%d for %s within %.0f s" % (
-                        server + (qname, min(timeout, 5.0))))
+                    raise Fail("no answer from the lab's DNS at %s port %d for %s within %.0f s" % (
+                        server + (qname, wait)))
                 try:
                     rcode, _, records = dnsmessage.parse_response(data, ident, qname, dnsmessage.TYPE_A)
                     break
