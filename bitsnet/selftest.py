@@ -2,12 +2,15 @@
 
 Usage at the boot prompt::
 
-    python -m bitsnet.selftest [--peer HOST[:PORT] | --url URL] [--timeout S] [--verbose]
-                               [--listen-port P] [--listen-via HOST:PORT]
+    python -m bitsnet.selftest [--peer HOST[:PORT] | --url URL] [--peer6 ADDR] [--timeout S]
+                               [--listen-port P] [--listen-via HOST:PORT] [--verbose]
 
 Without a peer it checks what the firmware offers and brings the address up. With ``--peer``
-(a host running ``tools/lab.py``) it also moves real traffic: a TCP echo round trip, a UDP echo,
-an HTTP download with its throughput, and a connection from the lab to a socket listening here.
+(a host running ``tools/lab.py``; ``HOST``, ``HOST:PORT``, ``[IPV6]:PORT`` or a bare IPv6
+address) it also moves real traffic: a query to the lab's own DNS server, a TCP echo round trip
+(also over IPv6, at an address the board can reach: ``--peer6``, derived from how the lab was
+reached, or the lab's own -- else a SKIP saying why), a UDP echo, an HTTP download with its
+throughput, and a connection from the lab to a socket listening here.
 ``--url`` only downloads that URL. Every check prints PASS, FAIL (the reason, and the EFI status
 behind it where there is one) or SKIP (why); the last line is ``N passed, N failed, N skipped``
 and the exit status is 1 when anything failed. Lines stay within an 80-column console.
@@ -45,6 +48,9 @@ PROTOCOLS = [  # (short name, service GUID), in the order they are reported
     ("TCP6", efidefs.EFI_TCP6_SERVICE_BINDING_PROTOCOL_GUID),
     ("UDP6", efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID),
 ]
+
+QEMU_HOST = ("10.0.2.2", "fec0::2")  # QEMU user networking: the host (its loopback) as a guest sees it
+QEMU_PREFIX6 = "fec0:"  # the IPv6 prefix slirp advertises to its guests (fec0::/64)
 
 _clock = clock.monotonic  # bitsnet's one clock: deadlines handed to bitsnet are in it
 
@@ -193,17 +199,98 @@ def check_ipv6_address(timeout):
     return "%s (all: %s)" % (info.address, ", ".join(info.addresses))
 
 
-def check_tcp_echo6(socket, lab, timeout):
-    """TCP echo to the lab over IPv6 (SKIP when the lab offers none or the firmware has no TCP6)."""
+def _is_ipv6(host):
+    return ":" in host
+
+
+def _ipv6_target(peer_host, lab, peer6):
+    """(address, why it is the one) for the IPv6 echo, or raises Skip saying why there is none.
+
+    In order: ``--peer6``; the peer itself when it is IPv6; an address derived from how the lab
+    was reached (a loopback peer: the lab shares this machine, so ::1; QEMU's user networking,
+    the lab at 10.0.2.2 and this board in slirp's fec0::/64: the host's ::1 is fec0::2 there);
+    the lab's own IPv6 addresses from lab.json."""
+    if peer6:
+        return peer6, "as --peer6 names it"
+    if _is_ipv6(peer_host):
+        return peer_host, "the --peer address"
+    from bitsnet import ipconfig
+    board = [a.lower() for a in ipconfig.current6().addresses]
+    if lab.get("loopback6"):
+        if peer_host.startswith("127."):
+            return "::1", "the lab is on this machine's loopback (reached at %s)" % peer_host
+        if peer_host == QEMU_HOST[0] and [a for a in board if a.startswith(QEMU_PREFIX6)]:
+            return QEMU_HOST[1], ("QEMU user networking's name for the lab host's ::1 (the lab was reached "
+                                  "at %s, this board is in fec0::/64)" % QEMU_HOST[0])
+    global_board = [a for a in board if not a.startswith("fe80:")]
+    if lab.get("addresses6"):
+        if not global_board:
+            raise Skip("the lab is at %s, but this board has only a link-local IPv6 address (no router "
+                       "advertised a prefix): it cannot reach it" % ", ".join(lab["addresses6"]))
+        return lab["addresses6"][0], "the lab's own address (lab.json)"
+    hint = ""
+    if peer_host == QEMU_HOST[0]:
+        hint = " (under QEMU user networking the host is %s: --peer6 %s)" % (QEMU_HOST[1], QEMU_HOST[1])
+    raise Skip("the lab gave no IPv6 address a board can reach (it listens on loopback, or its host has no "
+               "IPv6 address beyond loopback and link-local); name one with --peer6 ADDR%s" % hint)
+
+
+def check_tcp_echo6(socket, peer_host, lab, peer6, timeout):
+    """TCP echo to the lab over IPv6, at an address the board can reach (``_ipv6_target``); SKIP
+    when the lab offers none or the firmware has no TCP6."""
     if not lab.get("tcp_echo6"):
-        raise Skip("the lab has no IPv6 echo (host without IPv6, or bound to one IPv4 address)")
+        raise Skip("the lab has no IPv6 echo (its host has no IPv6, or it is bound to one IPv4 address)")
     from bitsnet import nic
     if not nic.default_nic().has_ipv6():
         raise Skip("the firmware has no TCP6")
-    address = lab["address6"] if lab["address6"] != "::" else None
-    if address is None:
-        raise Skip("the lab listens on [::]; give its IPv6 address with --peer [ADDR]:PORT")
-    return check_tcp_echo(socket, address, lab["tcp_echo6"], timeout)
+    address, why = _ipv6_target(peer_host, lab, peer6)
+    detail = check_tcp_echo(socket, address, lab["tcp_echo6"], timeout)
+    return "[%s]:%d, %s; %s" % (address, lab["tcp_echo6"], why, detail)
+
+
+def check_lab_dns(socket, host, lab, timeout):
+    """The lab's own DNS server (its port is in lab.json), asked over UDP with bitsnet's DNS codec:
+    one of the lab's names must come back with the address lab.json gives for it, and a name
+    it does not have as NXDOMAIN (rcode 3)."""
+    from bitsnet import dnsmessage, entropy
+    names = lab.get("names") or {}
+    if not names or not lab.get("dns"):
+        raise Skip("the lab serves no DNS names")
+    server = (host, lab["dns"])
+    family = socket.AF_INET6 if _is_ipv6(host) else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    results = []
+    wait = min(timeout, 5.0)
+    try:
+        name = sorted(names)[0]
+        for qname, expected in ((name, names[name]), ("no-such-name." + name.partition(".")[2], None)):
+            ident = entropy.getrandbits(16)
+            sock.sendto(dnsmessage.build_query(ident, qname, dnsmessage.TYPE_A), server)
+            deadline = _clock() + wait
+            while True:
+                try:
+                    sock.settimeout(max(deadline - _clock(), 0.001))
+                    data, source = sock.recvfrom(4096)
+                except socket.timeout:
+                    raise Fail("no answer from the lab's DNS at %s port %d for %s within %.0f s" % (
+                        server + (qname, wait)))
+                try:
+                    rcode, _, records = dnsmessage.parse_response(data, ident, qname, dnsmessage.TYPE_A)
+                    break
+                except dnsmessage.DnsFormatError:
+                    continue  # not the answer to this question: wait on
+            addresses = [value for _, rtype, _, value in records if rtype == dnsmessage.TYPE_A]
+            if expected is None:
+                if rcode != dnsmessage.RCODE_NXDOMAIN:
+                    raise Fail("%s: rcode %d %s, not NXDOMAIN (3)" % (qname, rcode, addresses))
+                results.append("%s: no such name (NXDOMAIN)" % qname)
+            else:
+                if rcode != dnsmessage.RCODE_NOERROR or addresses != [expected]:
+                    raise Fail("%s: rcode %d %s, lab.json says %s" % (qname, rcode, addresses, expected))
+                results.append("%s -> %s" % (qname, addresses[0]))
+    finally:
+        sock.close()
+    return "%s; answered by the lab's DNS at %s port %d" % ("; ".join(results), source[0], source[1])
 
 
 def check_resolution(socket, names):
@@ -217,7 +304,20 @@ def check_resolution(socket, names):
 
 
 def _split_peer(peer, default_port=8080):
-    host, _, port = peer.partition(":")
+    """(host, port) of ``HOST``, ``HOST:PORT``, ``[IPV6]``, ``[IPV6]:PORT`` or a bare IPv6
+    address (more than one colon, no brackets: no port); ValueError for anything else."""
+    text = peer.strip()
+    if text.startswith("["):
+        host, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError("bad peer %r: [IPV6]:PORT expected" % peer)
+        port = rest[1:]
+    elif text.count(":") > 1:
+        host, port = text, ""
+    else:
+        host, _, port = text.partition(":")
+    if not host or (port and not port.isdigit()):
+        raise ValueError("bad peer %r: HOST, HOST:PORT or [IPV6]:PORT expected" % peer)
     return host, int(port or default_port)
 
 
@@ -295,7 +395,8 @@ def _http_get(socket, peer, path, timeout):
     """A minimal HTTP/1.0 GET; returns (headers dict, body bytes)."""
     sock = socket.create_connection(peer, timeout)
     try:
-        sock.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" % (path, peer[0])).encode("ascii"))
+        host = "[%s]" % peer[0] if _is_ipv6(peer[0]) else peer[0]
+        sock.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" % (path, host)).encode("ascii"))
         chunks = []
         while True:
             data = sock.recv(65536)
@@ -338,7 +439,7 @@ def check_tcp_echo(socket, host, port, timeout):
 
 def check_udp_echo(socket, host, port, timeout):
     try:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock = socket.socket(socket.AF_INET6 if _is_ipv6(host) else socket.AF_INET, socket.SOCK_DGRAM)
     except socket.error as exc:
         raise Skip("UDP sockets are not available: %s" % _explain(exc))
     try:
@@ -349,7 +450,7 @@ def check_udp_echo(socket, host, port, timeout):
             raise Fail("UDP echo came back wrong: %r" % data[:40])
     finally:
         sock.close()
-    return "datagram echoed by %s:%d" % source
+    return "datagram echoed by %s port %d" % source[:2]
 
 
 def check_download(socket, peer, size, timeout):
@@ -457,17 +558,27 @@ def main(argv=None):
                                      description="Check that networking works in this firmware.")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--peer", metavar="HOST[:PORT]", default=os.environ.get("BITSNET_LAB"),
-                        help="a host running tools/lab.py (default port 8080); default: $BITSNET_LAB, "
-                             "which efirun.py --lab sets (in BITS: 'set BITSNET_LAB=HOST:PORT' in GRUB)")
+                        help="a host running tools/lab.py (default port 8080; an IPv6 address as [ADDR]:PORT "
+                             "or ADDR); default: $BITSNET_LAB, which efirun.py --lab sets (in BITS: "
+                             "'set BITSNET_LAB=HOST:PORT' in GRUB)")
     target.add_argument("--url", help="only download this http:// URL")
     parser.add_argument("--listen-port", type=int, default=0, metavar="P",
                         help="port of the socket the lab connects to (default: any free port)")
     parser.add_argument("--listen-via", metavar="HOST:PORT",
                         help="where the lab connects to reach that socket, e.g. the host side of a QEMU "
                              "hostfwd to --listen-port (default: this machine's address and the port)")
+    parser.add_argument("--peer6", metavar="ADDR",
+                        help="the lab's IPv6 address for the IPv6 echo (default: derived from how the lab was "
+                             "reached -- fec0::2 under QEMU user networking -- or lab.json's)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per step (default 30)")
     parser.add_argument("--verbose", action="store_true", help="tracebacks for failures")
     args = parser.parse_args(argv)
+    try:
+        peer = _split_peer(args.peer) if args.peer else None
+        via = _split_peer(args.listen_via, args.listen_port) if args.listen_via else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    peer6 = args.peer6.strip("[]") if args.peer6 else None
 
     bitsnet.install()
     import socket
@@ -487,17 +598,15 @@ def main(argv=None):
     report.check("local name resolution", check_resolution, socket, ["localhost"])
     if args.url:
         report.check("download %s" % args.url[:40], check_url, args.url, args.timeout)
-    elif args.peer:
-        peer = _split_peer(args.peer)
-        lab = report.check("TCP connect to lab %s:%d" % peer, check_lab, socket, peer, args.timeout)
+    elif peer is not None:
+        shown = "[%s]:%d" % peer if _is_ipv6(peer[0]) else "%s:%d" % peer
+        lab = report.check("TCP connect to lab %s" % shown, check_lab, socket, peer, args.timeout)
         if lab is not None:
-            if lab.get("names"):
-                report.check("DNS name resolution", check_resolution, socket, sorted(lab["names"])[:1])
+            report.check("DNS query to the lab's server", check_lab_dns, socket, peer[0], lab, args.timeout)
             report.check("TCP echo", check_tcp_echo, socket, peer[0], lab["tcp_echo"], args.timeout)
-            report.check("TCP echo over IPv6", check_tcp_echo6, socket, lab, args.timeout)
+            report.check("TCP echo over IPv6", check_tcp_echo6, socket, peer[0], lab, peer6, args.timeout)
             report.check("UDP echo", check_udp_echo, socket, peer[0], lab["udp_echo"], args.timeout)
             report.check("HTTP download", check_download, socket, peer, DOWNLOAD_BYTES, args.timeout)
-            via = _split_peer(args.listen_via, args.listen_port) if args.listen_via else None
             report.check("listening socket reached from lab", check_listen, socket, peer,
                          address.split()[0], args.timeout, args.listen_port, via)
     else:

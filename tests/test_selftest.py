@@ -9,6 +9,8 @@ import re
 import socket
 import threading
 
+import pytest
+
 import processes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,6 +71,13 @@ def test_main_job_passes_against_the_lab():
     for title in TRAFFIC_CHECKS:
         assert result_of(lines, title)[0] == "PASS", (title, report)
     assert squash(result_of(lines, "gateway and DNS servers")[1]).endswith("dnsservers127.0.0.1"), report  # lab's
+    # The lab's own DNS, asked directly (its port is in lab.json): a name it has, and one it has not.
+    result, detail = result_of(lines, "DNS query to the lab's server")
+    assert result == "PASS" and squash("lab.bitsnet.test -> 127.0.0.1") in squash(detail), report
+    assert squash("no such name (NXDOMAIN); answered by the lab's DNS at 127.0.0.1") in squash(detail), report
+    # The lab is on this machine's loopback (reached at 127.0.0.1): its IPv6 echo is at ::1.
+    result, detail = result_of(lines, "TCP echo over IPv6")
+    assert result == "PASS" and squash("[::1]:") in squash(detail) and "loopback" in detail, report
     assert result_of(lines, "socket layer released everything")[0] == "PASS", report
 
 
@@ -166,3 +175,83 @@ def test_listening_check_through_a_port_forward():
     assert squash("(the lab connected to 127.0.0.1:%d)" % relay_port) in squash(detail), report
     assert b"".join(relayed) == ("bitsnet-%d" % listen_port).encode("ascii"), report
     assert re.search(r"events: (trampoline|efi-hook|check-event)$", lines[0]), report
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("10.0.2.2", ("10.0.2.2", 8080)),
+    ("10.0.2.2:8090", ("10.0.2.2", 8090)),
+    ("lab.example:81", ("lab.example", 81)),
+    ("[fec0::2]:8080", ("fec0::2", 8080)),
+    ("[fec0::2]", ("fec0::2", 8080)),
+    ("fec0::2", ("fec0::2", 8080)),
+    ("::1", ("::1", 8080)),
+])
+def test_peer_forms(text, expected):
+    from bitsnet.selftest import _split_peer
+    assert _split_peer(text) == expected
+
+
+@pytest.mark.parametrize("text", ["[fec0::2", "[fec0::2]8080", "10.0.2.2:http", ":8080", "[]:80"])
+def test_bad_peers_are_value_errors(text):
+    from bitsnet.selftest import _split_peer
+    with pytest.raises(ValueError):
+        _split_peer(text)
+
+
+def test_a_bad_peer_is_a_usage_error():
+    status, lines, err = selftest("-m", "bitsnet.selftest", "--peer", "[fec0::2")
+    assert status == 2 and "bad peer" in err, (lines, err)
+
+
+QEMU_BOARD = ["fe80::5054:ff:fe12:3456", "fec0::5054:ff:fe12:3456"]
+LAN_BOARD = ["fe80::5054:ff:fe12:3456", "2001:db8::15"]
+LINK_LOCAL_BOARD = ["fe80::5054:ff:fe12:3456"]
+LOOPBACK_LAB = {"tcp_echo6": 9, "loopback6": True, "addresses6": []}
+ALL_ADDRESSES_LAB = {"tcp_echo6": 9, "loopback6": True, "addresses6": ["2001:db8::2"]}
+
+
+@pytest.mark.parametrize("peer, lab, board, peer6, expected", [
+    ("10.0.2.2", LOOPBACK_LAB, QEMU_BOARD, None, "fec0::2"),  # QEMU user networking, as the README runs it
+    ("10.0.2.2", LOOPBACK_LAB, QEMU_BOARD, "fd00::9", "fd00::9"),  # --peer6 first
+    ("fec0::2", LOOPBACK_LAB, QEMU_BOARD, None, "fec0::2"),  # --peer [fec0::2]:8080
+    ("127.0.0.1", LOOPBACK_LAB, LAN_BOARD, None, "::1"),  # the simulator: lab and board share a host
+    ("192.0.2.2", ALL_ADDRESSES_LAB, LAN_BOARD, None, "2001:db8::2"),  # the lab's own address
+    ("10.0.2.2", ALL_ADDRESSES_LAB, QEMU_BOARD, None, "fec0::2"),  # QEMU: the NAT'd name beats lab.json's
+])
+def test_ipv6_target(monkeypatch, peer, lab, board, peer6, expected):
+    from bitsnet import ipconfig, selftest as module
+    monkeypatch.setattr(ipconfig, "current6", lambda: ipconfig.Ip6Info(board[-1], board, None, []))
+    assert module._ipv6_target(peer, lab, peer6)[0] == expected
+
+
+@pytest.mark.parametrize("peer, lab, board, why", [
+    ("10.0.2.2", LOOPBACK_LAB, LAN_BOARD, "--peer6 fec0::2"),  # 10.0.2.2 outside slirp's fec0::/64
+    ("192.0.2.2", LOOPBACK_LAB, LAN_BOARD, "gave no IPv6 address a board can reach"),
+    ("192.0.2.2", ALL_ADDRESSES_LAB, LINK_LOCAL_BOARD, "only a link-local IPv6 address"),
+])
+def test_no_reachable_ipv6_is_a_skip_saying_why(monkeypatch, peer, lab, board, why):
+    from bitsnet import ipconfig, selftest as module
+    monkeypatch.setattr(ipconfig, "current6", lambda: ipconfig.Ip6Info(board[-1], board, None, []))
+    with pytest.raises(module.Skip) as caught:
+        module._ipv6_target(peer, lab, None)
+    assert why in str(caught.value)
+
+
+def test_a_lab_without_ipv6_is_a_skip():
+    from bitsnet import selftest as module
+    with pytest.raises(module.Skip) as caught:
+        module.check_tcp_echo6(None, "192.0.2.2", {"tcp_echo": 9}, None, 1.0)
+    assert "no IPv6 echo" in str(caught.value)
+
+
+def test_an_ipv6_peer_runs_every_traffic_check_over_ipv6():
+    # --peer [ADDR]:PORT: the lab serves HTTP, echo and DNS on [::1] too (tools/lab.py).
+    code = ("import os, sys; from bitsnet import selftest; "
+            "sys.exit(selftest.main(['--peer', '[::1]:' + os.environ['BITSNET_LAB'].split(':')[1]]))")
+    status, lines, err = selftest("--lab", "-c", code)
+    report = "\n".join(lines) + "\n" + err
+    assert status == 0 and SUMMARY.match(lines[-1]) and SUMMARY.match(lines[-1]).group(2) == "0", report
+    assert [line for line in lines if re.match(r"^ ?\d+ TCP connect to lab \[::1\]:\d+ \.+ PASS", line)], report
+    assert squash("answered by the lab's DNS at ::1 port") in squash(result_of(lines, "DNS query")[1]), report
+    assert squash("[::1]:") in squash(result_of(lines, "TCP echo over IPv6")[1]), report
+    assert squash("datagram echoed by ::1 port") in squash(result_of(lines, "UDP echo")[1]), report

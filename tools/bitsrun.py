@@ -54,6 +54,18 @@ Python API (tests/test_real_bits.py)::
 ``on_line(line)`` is called (in a thread of its own, in the namespace, so it reaches
 127.0.0.1:PORT of a ``hostfwd`` listener) for every program output line as it arrives;
 ``setup()`` runs in the namespace before the boot and returns extra placeholders (dict).
+
+Typed at the GRUB prompt, as a user does (``run_typed``; README.rst's selftest under QEMU)::
+
+    python3 tools/bitsrun.py --typed --lab-args '' --hostfwd 8081 \
+        'python -m bitsnet.selftest --peer 10.0.2.2:8080 --listen-port 8081 --listen-via 127.0.0.1:8081'
+
+BITS boots as shipped (its own grub.cfg and menu; bitsnet installed unless ``--as-is``), ``c``
+at the menu opens the GRUB prompt and the command line is typed on the guest's keyboard (QEMU's
+monitor, ``sendkey``), then ``echo "@@bitsrun typed status $?"`` and ``halt``; the exit status is
+the command's GRUB status.  ``--lab-args ARGS`` first starts ``python tools/lab.py ARGS`` in the
+namespace, as the README starts it -- none of ``--lab``'s crutches (DNS on port 53 behind slirp's
+proxy, forwards added through the monitor): only ``--hostfwd``, which QEMU's command line takes.
 """
 
 from __future__ import print_function
@@ -62,6 +74,7 @@ import argparse
 import binascii
 import os
 import re
+import select
 import shutil
 import socket
 import subprocess
@@ -69,6 +82,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -80,7 +94,6 @@ import qemu_vm  # noqa: E402
 DEFAULT_IMAGE = os.path.join(os.path.dirname(ROOT), "shared", "bits", "bits-2079-x86_64-efi.tar.xz")
 PACKAGES = ["qemu-system-x86", "ovmf", "ipxe-qemu", "mtools", "dosfstools"]
 BUILD = os.path.join(ROOT, "build", "bitsrun")
-GUEST_HOST6 = "fec0::2"  # slirp's default IPv6 host alias: the namespace's ::1 as the guest sees it
 LAB_HTTP_PORT = 8080  # fixed: the namespace is ours, nothing else listens there
 DNS_PORT = 53
 ESP_MIB = 64  # FAT32 needs at least ~33 MiB
@@ -446,8 +459,6 @@ def start_lab(monitor=None):
     running = lab.Lab("127.0.0.1", LAB_HTTP_PORT)
     if monitor is not None:
         running.http.RequestHandlerClass = _lab_handler(monitor)
-    if running.echo6 is not None:
-        running.host6 = GUEST_HOST6  # what lab.json tells the guest: slirp's IPv6 alias of the loopback
     running.start()
     dns = DnsServer()
     ports = {"lab": "%s:%d" % (qemu_vm.GUEST_HOST, running.port), "lab_http": str(running.port),
@@ -634,6 +645,201 @@ def unavailable(image=None, install=False):
     return None
 
 
+# ------------------------------------------------------------------------------------------ typed at the GRUB prompt
+# What a user does (README.rst, "The selftest"): BITS boots as it is shipped -- its own grub.cfg and
+# menu, bitsnet put in by tools/bits_install.py --, ``c`` at the menu opens the GRUB prompt, and a
+# command line is typed there on the keyboard (QEMU's monitor, sendkey: the PS/2 keyboard is what
+# GRUB reads; OVMF's serial console does not reach it). The lab runs as the README starts it:
+# ``python tools/lab.py ARGS``, a process of its own in the namespace.
+
+TYPED_STATUS = "@@bitsrun typed status "
+MENU_READY = "for a command-line"  # the last line of GRUB's menu help text
+GRUB_PROMPT = "grub> "
+KEY_DELAY = 0.03  # seconds between keys; the line editor echoes each one
+GRUB_KEYS = {" ": "spc", "-": "minus", "=": "equal", ".": "dot", ",": "comma", "/": "slash", ";": "semicolon",
+             "'": "apostrophe", "[": "bracket_left", "]": "bracket_right", "\\": "backslash", "`": "grave_accent",
+             ":": "shift-semicolon", "_": "shift-minus", "+": "shift-equal", "?": "shift-slash",
+             '"': "shift-apostrophe", "{": "shift-bracket_left", "}": "shift-bracket_right", "|": "shift-backslash",
+             "~": "shift-grave_accent", "<": "shift-comma", ">": "shift-dot", "!": "shift-1", "@": "shift-2",
+             "#": "shift-3", "$": "shift-4", "%": "shift-5", "^": "shift-6", "&": "shift-7", "*": "shift-8",
+             "(": "shift-9", ")": "shift-0", "\n": "ret"}
+
+
+def grub_keys(text):
+    """QEMU sendkey names for ``text`` on a US keyboard; ValueError for a character it cannot type."""
+    keys = []
+    for char in text:
+        if char in GRUB_KEYS:
+            keys.append(GRUB_KEYS[char])
+        elif char.isalnum() and ord(char) < 128:
+            keys.append("shift-" + char.lower() if char.isupper() else char)
+        else:
+            raise ValueError("cannot type %r on the guest keyboard" % char)
+    return keys
+
+
+def type_keys(monitor, text):
+    for key in grub_keys(text):
+        monitor.command("sendkey %s 20" % key)  # held 20 ms: QEMU's default 100 ms is needlessly slow
+        time.sleep(KEY_DELAY)
+
+
+def start_lab_process(lab_args, timeout=20.0):
+    """``python tools/lab.py LAB_ARGS`` as the README starts it; (process, its output so far) once it
+    listens (its first line says so)."""
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "lab.py")] + list(lab_args),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []  # type: list
+
+    def read():
+        for raw in iter(proc.stdout.readline, b""):
+            lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+    reader = threading.Thread(target=read)
+    reader.daemon = True
+    reader.start()
+    deadline = time.time() + timeout
+    while not lines and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the rest of what it prints (the instructions) follows at once
+    if not lines or not lines[0].startswith("lab on "):
+        proc.kill()
+        raise ImageError("tools/lab.py %s did not start:\n%s" % (" ".join(lab_args), "\n".join(lines)))
+    return proc, lines
+
+
+def _typed_boot(esp, workdir, command, lab_args, hostfwd, timeout, echo):
+    """In the namespace: the lab started, BITS booted, the command typed; a Result."""
+    lab, lab_lines = (None, []) if lab_args is None else start_lab_process(lab_args)
+    monitor = qemu_vm.Monitor(os.path.join(workdir, "monitor.sock"))
+    vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, qemu_vm.fresh_vars(workdir), hostfwd, monitor=monitor.path),
+                      timeout)
+    raw, console, stage, status = "", [], "menu", None
+    start = typed_at = 0  # console lines before the typed command, and before its output
+    try:
+        fd = vm.proc.stdout.fileno()
+        while status is None or stage != "done":
+            ready = select.select([fd], [], [], 0.5)[0]
+            chunk = os.read(fd, 65536) if ready else b""
+            if ready and not chunk:
+                break  # QEMU exited
+            raw += chunk.decode("latin-1").replace("\r", "")
+            done, raw = _split_last(raw)
+            for line in done:
+                console.append(clean(line))
+                if echo == "console":
+                    print(console[-1])
+                    sys.stdout.flush()
+            partial = clean(raw)
+            if stage == "menu" and [line for line in console if MENU_READY in line] and not ready:
+                type_keys(monitor, "c")  # the menu is drawn and quiet: open the GRUB prompt
+                stage = "prompt"
+            elif stage == "prompt" and partial.endswith(GRUB_PROMPT) and not ready:
+                start = len(console)
+                type_keys(monitor, command + "\n")
+                stage = "running"
+            elif stage == "running" and not typed_at:
+                # The echo of the typed line (GRUB's editor wraps it at the screen's edge) ends with
+                # the command's last characters: the output starts after it.
+                ends = [i for i in range(start, len(console)) if console[i].rstrip().endswith(command.rstrip()[-12:])]
+                typed_at = ends[0] + 1 if ends else 0
+            elif stage == "running" and partial.endswith(GRUB_PROMPT) and not ready:
+                type_keys(monitor, 'echo "%s$?"\n' % TYPED_STATUS)  # the command is done: its status
+                stage = "status"
+            elif stage == "status":
+                found = [line for line in console[typed_at:] if line.startswith(TYPED_STATUS)]
+                if found:
+                    status = int(found[0][len(TYPED_STATUS):].strip())
+                    type_keys(monitor, "halt\n")
+                    stage = "done"
+            if vm.timed_out:
+                break
+        vm.wait(30)
+    finally:
+        vm.close()
+        if lab is not None:
+            lab.kill()
+            lab.wait()
+    if raw:
+        console.append(clean(raw))
+    output = console[typed_at:]
+    ends = [i for i, line in enumerate(output) if line.startswith(GRUB_PROMPT)]
+    output = output[:ends[0]] if ends else output
+    if echo == "output":
+        print("\n".join(output))
+    result = Result(output, status, vm.seconds(), vm.timed_out and status is None, console, [], {})
+    result.lab = lab_lines
+    result.typed = command
+    return result
+
+
+def _split_last(text):
+    parts = text.split("\n")
+    return parts[:-1], parts[-1]
+
+
+def run_typed(command, lab_args=None, image=None, hostfwd=(), timeout=DEFAULT_TIMEOUT, keep=None, echo=None,
+              install=False, as_is=False):
+    """Boot BITS as a user does and type ``command`` at its GRUB prompt; a Result.
+
+    BITS's own grub.cfg and menu (bitsnet installed by tools/bits_install.py unless ``as_is``);
+    ``c`` at the menu, ``command`` typed on the guest's keyboard, then ``echo "@@bitsrun typed
+    status $?"`` and ``halt``. ``lab_args`` (a list): ``python tools/lab.py LAB_ARGS`` runs in the
+    namespace first, its output in ``Result.lab``. ``hostfwd``: guest TCP ports forwarded from
+    127.0.0.1 as ``-netdev user,hostfwd=tcp:127.0.0.1:PORT-:PORT``. ``Result.output``: the console
+    lines the command printed (ANSI escapes removed; the console is 80 columns wide); ``status``:
+    its GRUB status ($?), None if it never came back to the prompt."""
+    grub_keys(command)  # raises before any boot for a character the keyboard cannot type
+    problem = unavailable(image, install)
+    if problem:
+        raise ImageError(problem)
+    if not os.path.isdir(BUILD):
+        os.makedirs(BUILD)
+    workdir = os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix="typed-", dir=BUILD)
+    tree = os.path.join(workdir, "esp")
+    try:
+        if os.path.exists(tree):
+            shutil.rmtree(tree)
+        unpack_image(os.path.abspath(image or DEFAULT_IMAGE), tree)
+        if not as_is:
+            install_bitsnet(tree)
+        esp = make_esp(tree, os.path.join(workdir, "esp.img"))
+        return qemu_vm.in_new_namespace(_typed_boot, esp, workdir, command, lab_args, list(hostfwd), timeout, echo)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def typed_main(argv):
+    """``bitsrun.py --typed [--lab-args 'ARGS'] [--hostfwd PORT] ... 'COMMAND'``: run_typed."""
+    import shlex
+    parser = argparse.ArgumentParser(prog="bitsrun.py --typed", description=run_typed.__doc__.split("\n")[0])
+    parser.add_argument("command", help="the GRUB command line to type")
+    parser.add_argument("--lab-args", help="start python tools/lab.py with these arguments first ('' for none)")
+    parser.add_argument("--image", help="BITS ESP (default: %s)" % os.path.relpath(DEFAULT_IMAGE))
+    parser.add_argument("--as-is", action="store_true", help="the image's Python files unchanged (bitsnet built in)")
+    parser.add_argument("--hostfwd", type=int, action="append", default=[], metavar="PORT")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--keep")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the whole console")
+    args = parser.parse_args(argv)
+    lab_args = None if args.lab_args is None else shlex.split(args.lab_args)
+    try:
+        result = run_typed(args.command, lab_args, args.image, args.hostfwd, args.timeout, args.keep,
+                           "console" if args.verbose else "output", as_is=args.as_is)
+    except (ImageError, ValueError) as exc:
+        print("bitsrun: %s" % exc, file=sys.stderr)
+        return 2
+    for line in result.lab:
+        print("lab: " + line, file=sys.stderr)
+    if result.status is None:
+        print("bitsrun: no status after %.1f s (last console lines below)" % result.seconds, file=sys.stderr)
+        for line in result.console[-15:]:
+            print("  " + line, file=sys.stderr)
+        return result.exit_code
+    print("bitsrun: GRUB status %d after %.1f s" % (result.status, result.seconds), file=sys.stderr)
+    return result.status
+
+
 # ------------------------------------------------------------------------------------------ command line
 
 def _split_argv(argv):
@@ -660,6 +866,9 @@ def _split_argv(argv):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--typed" in argv[:argv.index("-m") if "-m" in argv else len(argv)]:
+        argv.remove("--typed")
+        return typed_main(argv)
     options, program, program_args = _split_argv(argv)
     parser = argparse.ArgumentParser(prog="bitsrun.py", usage="%(prog)s [options] (SCRIPT | -m MODULE | -c CODE) "
                                      "[ARGS ...]", description=__doc__.split("\n")[0])
