@@ -359,9 +359,15 @@ class Firmware(object):
                 setattr(bs, name, ftype(impl))
         st = uefi.EFI_SYSTEM_TABLE()
         st.Hdr.Signature = uefi.EFI_SYSTEM_TABLE_SIGNATURE
+        st.Hdr.Revision = uefi.EFI_2_70_SYSTEM_TABLE_REVISION
         st.Hdr.HeaderSize = ctypes.sizeof(st)
+        # What every OVMF from 2020.11 to 2026.08 says (MdeModulePkg's PcdFirmwareVendor and
+        # PcdFirmwareRevision defaults, docs/edk2.md section 10.5): a CHAR16 string.
+        vendor = (ctypes.c_uint16 * (len(uefi.FIRMWARE_VENDOR) + 1))(*[ord(c) for c in uefi.FIRMWARE_VENDOR])
+        st.FirmwareVendor = ctypes.addressof(vendor)
+        st.FirmwareRevision = uefi.FIRMWARE_REVISION
         st.BootServices = ctypes.pointer(bs)
-        self._cells.extend([bs, st])
+        self._cells.extend([bs, st, vendor])
         self.boot_services = bs
         self.system_table = st
 
