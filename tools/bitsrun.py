@@ -19,7 +19,8 @@ What it does:
      -- ``--ovmf`` picks the firmware (a generation of tools/ovmf.py's catalogue, 2020.11 to
      2026.08, fetched from Debian's archive on first use, or a user's CODE,VARS pair; default the
      machine's own ``ovmf`` package), ``--nic`` the NIC model, ``--rng`` adds virtio-rng-pci,
-     which EDK2 since 2024 needs to start its network stack -- inside a new network namespace with only a loopback, so nothing leaves the machine.  The
+     which EDK2 since 2024 needs to start its network stack -- inside a new network namespace
+     with only a loopback, so nothing leaves the machine.  The
      guest is 10.0.2.15 (DHCP); 10.0.2.2 is the namespace's loopback, where ``--lab`` starts
      tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53, which is also where slirp's
      DNS proxy 10.0.2.3 -- the server DHCP hands out -- forwards to; its ``/connect/10.0.2.15/PORT``

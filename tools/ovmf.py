@@ -20,7 +20,8 @@ Fetching    ``fetch(name)``: ``apt-get download`` with an apt configuration of o
             touched; the archive's address comes from the machine's own apt sources (the first
             entry that serves a release suite), its key ring from the same entry.  The package is
             unpacked with ``dpkg-deb -x`` into ~/.cache/bitsnet/ovmf/NAME once; later calls find it
-            there, and the apt folder, tens of MB of package lists, is removed.  A lock file keeps two test processes from fetching the same one at once.
+            there, and the apt folder, tens of MB of package lists, is removed.  A lock file
+            keeps two test processes from fetching the same one at once.
 """
 
 from __future__ import print_function
