@@ -23,6 +23,11 @@ import sys
 
 import efi
 
+try:
+    from typing import Optional, Tuple  # noqa: F401  (type comments)
+except ImportError:  # BITS's Python 2.7 has no typing module
+    pass
+
 from bitsnet import efidefs, errors
 
 # Service binding protocol class per service-binding GUID (their layout is the same).
@@ -34,7 +39,7 @@ _SERVICE_BINDINGS = {
     efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL,
 }
 
-_state = {"nic": None, "connect": None}  # connect: what ConnectController answered, as text
+_state = {"nic": None, "connect": None}  # type: dict   # connect: what ConnectController answered, as text
 
 # EDK2 quirk (docs/edk2.md section 10.1): EDK2 since edk2-stable202405 (the CVE-2023-45236/45237 fix)
 # loads none of its network drivers above the NIC's own without an EFI_RNG_PROTOCOL: the NIC
@@ -289,18 +294,21 @@ def connect_controllers():
     if found:
         sys.stdout.write("ok, %d NIC%s ready\n" % (len(found), "" if len(found) == 1 else "s"))
     else:
-        sys.stdout.write("failed (%s): %s\n" % (_state["connect"], why_no_nic()[1]))
+        sys.stdout.write("failed (%s): %s\n" % (_state["connect"], _cause()[1]))
     sys.stdout.flush()
     return len(snp)
 
 
 def why_no_nic():
-    # type: () -> tuple
+    # type: () -> Optional[Tuple[str, str]]
     """(cause, message): why no NIC carries IP4 Config2 and TCP4, from what the firmware has now
-    (call it after ``find_all()`` found none: that connected the NICs). The first row of
-    ``NO_NIC_CAUSES`` whose protocols are all missing; None when a NIC is usable."""
-    if _nic_handles():
-        return None
+    (call it after ``find_all()`` found none: that connected the NICs); None when a NIC is usable."""
+    return None if _nic_handles() else _cause()
+
+
+def _cause():
+    # type: () -> Tuple[str, str]
+    """The first row of ``NO_NIC_CAUSES`` whose protocols are all missing (the last row always fits)."""
     facts = {
         "snp": len(_handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)),
         "mnp": _handles(efidefs.EFI_MANAGED_NETWORK_SERVICE_BINDING_PROTOCOL_GUID),
@@ -335,7 +343,7 @@ def find():
     """The first NIC (see ``find_all``); error(ENETDOWN) if the firmware has none."""
     nics = find_all()
     if not nics:
-        raise errors.socket_error(errno.ENETDOWN, "no usable network interface: %s" % why_no_nic()[1])
+        raise errors.socket_error(errno.ENETDOWN, "no usable network interface: %s" % _cause()[1])
     return nics[0]
 
 

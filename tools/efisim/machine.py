@@ -40,11 +40,16 @@ PROFILES = ("edk2", "edk2-2015")
 # EFI_RNG_PROTOCOL (section 10.1); "hash2": a Hash2 service binding exists (section 10.2);
 # "tick_source": where the UEFI timer tick comes from (section 10.3; recorded, not modelled: the
 # simulator has no local APIC).
-GENERATIONS = {
-    "2020.11": {"ipv6": False, "rng_required": False, "hash2": False, "tick_source": "8254"},
-    "2022.11": {"ipv6": True, "rng_required": False, "hash2": False, "tick_source": "local APIC"},
-    "2025.02": {"ipv6": True, "rng_required": True, "hash2": True, "tick_source": "local APIC"},
-    "2026.08": {"ipv6": True, "rng_required": True, "hash2": True, "tick_source": "local APIC"},
+# "vendor": the system table's FirmwareVendor (section 10.5, measured).
+DEBIAN_VENDOR = "Debian distribution of EDK II"
+GENERATIONS = {  # type: dict
+    "2020.11": {"ipv6": False, "rng_required": False, "hash2": False, "tick_source": "8254", "vendor": "EDK II"},
+    "2022.11": {"ipv6": True, "rng_required": False, "hash2": False, "tick_source": "local APIC",
+                "vendor": "EDK II"},
+    "2025.02": {"ipv6": True, "rng_required": True, "hash2": True, "tick_source": "local APIC",
+                "vendor": DEBIAN_VENDOR},
+    "2026.08": {"ipv6": True, "rng_required": True, "hash2": True, "tick_source": "local APIC",
+                "vendor": DEBIAN_VENDOR},
 }
 GENERATION_OPTIONS = ("ipv6",)  # the keys of GENERATIONS that are MachineConfig options
 
@@ -150,6 +155,7 @@ class Machine(object):
         self.drivers = {}  # type: dict
         self.faults = _make_faults(config)
         FIRMWARE.faults = self.faults
+        FIRMWARE.set_vendor(GENERATIONS[config.generation]["vendor"])
         FIRMWARE.ledger_sources.append(self._driver_ledger)
         FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_SIMPLE_NETWORK_PROTOCOL_GUID,
                                   FIRMWARE.allocate_static(656))
