@@ -6,7 +6,8 @@ the base types of BITS's ``efi`` module. ``efidefs_ip4`` and ``efidefs_ip6`` bui
 IPv6 protocols on these; ``efidefs`` gathers all three under one name.
 
 Contents
-  GUIDs            every network protocol's and service binding's GUID; GUID_NAMES
+  GUIDs            every network protocol's and service binding's GUID, and the RNG and Hash2 ones
+                   EDK2's network drivers need; GUID_NAMES
   addresses        EFI_IPv4_ADDRESS, EFI_IPv6_ADDRESS, EFI_MAC_ADDRESS; ipv4(), ipv4_text(), ipv6(), ipv6_bytes()
   service binding  EFI_SERVICE_BINDING_PROTOCOL and one subclass per network service
   MNP, SNP         EFI_MANAGED_NETWORK_CONFIG_DATA, EFI_SIMPLE_NETWORK_MODE (what GetModeData reports)
@@ -48,6 +49,9 @@ EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("66ed4721-3c98-4d3e-81e3-d03d
 EFI_UDP6_PROTOCOL_GUID = uuid.UUID("4f948815-b4b9-43cb-8a33-90e060b34955")
 EFI_DNS6_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("7f1647c8-b76e-44b2-a565-f70ff19cd19e")
 EFI_DNS6_PROTOCOL_GUID = uuid.UUID("ca37bc1f-a327-4ae9-828a-8c40d8506a17")
+# Not network protocols, but EDK2's network drivers depend on them since 2024 (docs/edk2.md section 10).
+EFI_HASH2_SERVICE_BINDING_PROTOCOL_GUID = uuid.UUID("da836f8d-217f-4ca0-99c2-1ca4e16077ea")
+EFI_RNG_PROTOCOL_GUID = uuid.UUID("3152bca5-eade-433d-862e-c01cdc291f44")
 
 GUID_NAMES = {
     EFI_SIMPLE_NETWORK_PROTOCOL_GUID: "EFI_SIMPLE_NETWORK_PROTOCOL_GUID",
@@ -73,6 +77,8 @@ GUID_NAMES = {
     EFI_UDP6_PROTOCOL_GUID: "EFI_UDP6_PROTOCOL_GUID",
     EFI_DNS6_SERVICE_BINDING_PROTOCOL_GUID: "EFI_DNS6_SERVICE_BINDING_PROTOCOL_GUID",
     EFI_DNS6_PROTOCOL_GUID: "EFI_DNS6_PROTOCOL_GUID",
+    EFI_HASH2_SERVICE_BINDING_PROTOCOL_GUID: "EFI_HASH2_SERVICE_BINDING_PROTOCOL_GUID",
+    EFI_RNG_PROTOCOL_GUID: "EFI_RNG_PROTOCOL_GUID",
 }
 
 

@@ -22,6 +22,7 @@ API (the other modules use only this):
   ``randbelow(n)``     an int in [0, n), uniform (rejection sampling, no modulo bias)
   ``source()``         which source is in use (the strings above; the weak mix names its inputs)
   ``strong()``         whether it is a real generator (not the weak mix)
+  ``rng_algorithms()`` what the firmware's EFI_RNG_PROTOCOL offers (GetInfo), for the selftest
 
 A source that fails later (GetRNG answers an error, RDRAND keeps reporting no data) is dropped
 and the next one taken, so a call never fails. Imports only what BITS has (hashlib has sha256
@@ -72,6 +73,20 @@ def _rng_fields():
         ("GetInfo", efi.FUNC(this, ctypes.POINTER(efi.UINTN), ctypes.c_void_p)),
         ("GetRNG", efi.FUNC(this, ctypes.c_void_p, efi.UINTN, ctypes.c_void_p)),
     ]
+
+
+# EFI_RNG_PROTOCOL algorithms (UEFI specification, "EFI RNG Algorithm Definitions"; ARM RNDR from
+# MdePkg.dec), by the names rng_algorithms() gives them.
+RNG_ALGORITHMS = {
+    uuid.UUID("a7af67cb-603b-4d42-ba21-70bfb6293f96"): "SP800-90 Hash-256",
+    uuid.UUID("c5149b43-ae85-4f53-9982-b94335d3a9e7"): "SP800-90 HMAC-256",
+    uuid.UUID("44f0de6e-4d8c-4045-a8c7-4dd168856b9e"): "SP800-90 CTR-256",
+    uuid.UUID("63c4785a-ca34-4012-a3c8-0b6a324f5546"): "X9.31 3DES",
+    uuid.UUID("acd03321-777e-4d3d-b1c8-20cfd88820c9"): "X9.31 AES",
+    uuid.UUID("e43176d7-b6e8-4827-b784-7ffdc4b68561"): "raw",
+    uuid.UUID("43d2fde3-9d4e-4d79-0296-a89bca780841"): "ARM RNDR",
+}
+GUID_SIZE = 16
 
 
 class Unavailable(Exception):
@@ -305,6 +320,33 @@ def randbelow(n):
         value = getrandbits(k)
         if value < n:
             return value
+
+
+def rng_algorithms():
+    """The algorithms the firmware's EFI_RNG_PROTOCOL reports (GetInfo), by name (an unknown one as
+    its GUID), the default first; None when the firmware has no EFI_RNG_PROTOCOL; a one-item list
+    "GetInfo: STATUS" when GetInfo fails."""
+    try:
+        import efi
+        handles = list(efi.locate_handles(EFI_RNG_PROTOCOL_GUID))
+    except Exception:  # ImportError (a host), EFI_NOT_FOUND (no RNG)
+        return None
+    if not handles:
+        return None
+    if not hasattr(EFI_RNG_PROTOCOL, "_fields_"):
+        _rng_fields()
+    protocol = EFI_RNG_PROTOCOL.from_address(efi.get_protocol(handles[0], EFI_RNG_PROTOCOL_GUID))
+    size = efi.UINTN(8 * GUID_SIZE)
+    for _ in range(2):  # EFI_BUFFER_TOO_SMALL says the size: one retry with that
+        buffer = ctypes.create_string_buffer(size.value)
+        status = protocol.GetInfo(ctypes.byref(protocol), ctypes.byref(size), buffer)
+        if status != efi.EFI_BUFFER_TOO_SMALL:
+            break
+    if status != 0:
+        return ["GetInfo: status 0x%x" % status]
+    raw = buffer.raw[:size.value - size.value % GUID_SIZE]
+    guids = [uuid.UUID(bytes_le=raw[i:i + GUID_SIZE]) for i in range(0, len(raw), GUID_SIZE)]
+    return [RNG_ALGORITHMS.get(guid, str(guid)) for guid in guids]
 
 
 def source():

@@ -14,6 +14,8 @@ config) and IPv6 as EFI_IP6_CONFIG_PROTOCOL reports it (``current6``).
                                 DHCP, which EDK2 drives from timer events only). If not, and
                                 this is BITS with the local APIC timer stopped, it is restarted
                                 once (``bitsnet.lapic``), with one line saying so.
+``tick_source()``               where the tick comes from, as far as bitsnet can tell without
+                                changing anything (the selftest's firmware check).
 ``DHCP_TIMEOUT``                default seconds to wait for a lease.
 
 Everything is read fresh from the firmware on each call: the address can change under us
@@ -327,6 +329,37 @@ def check_timer(window=None):
         return "restarted"
     message = {"restored": TIMER_STILL_STOPPED, "done": TIMER_STILL_STOPPED, "running": TIMER_NOT_LAPIC}
     raise errors.socket_error(errno.EIO, message.get(outcome, TIMER_REMEDY))
+
+
+TICK_PROBE_WINDOW = 0.1  # tick_source(): ten of EDK2's 10 ms ticks
+
+
+def tick_source(window=TICK_PROBE_WINDOW):
+    # type: (float) -> str
+    """Whether the firmware timer ticks and where from, in words; reads only, changes nothing.
+
+    OVMF since edk2-stable202205 ticks from the local APIC timer, older builds from the 8254 PIT
+    (docs/edk2.md section 10.3); BITS's SMP start-up stops the local APIC timer, so a firmware
+    that still ticks with it stopped ticks from elsewhere. Outside BITS there is no local APIC
+    access (the simulator): only whether it ticks."""
+    if _state["timer_restored"]:
+        return "the local APIC timer (found stopped, restarted by bitsnet)"
+    ticks = timer_ticks(window)
+    access = _lapic_access()
+    if access is None:
+        return "%s (its source is not checked outside BITS)" % ("ticks" if ticks else "stopped")
+    from bitsnet import lapic
+    try:
+        stopped = lapic.is_stopped(lapic.timer_state(access))
+    except RuntimeError as e:
+        return "%s (local APIC unreadable: %s)" % ("ticks" if ticks else "stopped", e)
+    if ticks and stopped:
+        return "not the local APIC timer (stopped): the 8254 PIT or the HPET"
+    if ticks:
+        return "the local APIC timer (it runs)"
+    if stopped:
+        return "stopped, as is the local APIC timer (BITS's SMP start-up stops it): bitsnet restarts that before DHCP"
+    return "stopped, though the local APIC timer runs: another source, which bitsnet cannot restart"
 
 
 def _dhcp_pending(the_nic):

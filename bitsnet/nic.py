@@ -8,6 +8,9 @@
 ``Nic``                       one such handle: ``create_child``/``destroy_child``/``adopt_child``
                               through its service bindings, ``children()`` for leak checks,
                               ``config2()`` and ``interface_info()`` for ipconfig.
+``why_no_nic()``              when there is none even after connecting: (cause, message), the first
+                              row of ``NO_NIC_CAUSES`` that fits what the firmware has (no NIC
+                              driver, no RNG for EDK2's network stack, stack not started, ...).
 ``reset()``                   forget the cached NIC and children (the simulator rebooted).
 
 Every child this module hands out is counted until ``destroy_child``: a non-zero ``children()``
@@ -20,6 +23,11 @@ import sys
 
 import efi
 
+try:
+    from typing import Optional, Tuple  # noqa: F401  (type comments)
+except ImportError:  # BITS's Python 2.7 has no typing module
+    pass
+
 from bitsnet import efidefs, errors
 
 # Service binding protocol class per service-binding GUID (their layout is the same).
@@ -31,7 +39,37 @@ _SERVICE_BINDINGS = {
     efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL_GUID: efidefs.EFI_UDP6_SERVICE_BINDING_PROTOCOL,
 }
 
-_state = {"nic": None}
+_state = {"nic": None, "connect": None}  # type: dict   # connect: what ConnectController answered, as text
+
+# EDK2 quirk (docs/edk2.md section 10.1): EDK2 since edk2-stable202405 (the CVE-2023-45236/45237 fix)
+# loads none of its network drivers above the NIC's own without an EFI_RNG_PROTOCOL: the NIC
+# keeps its Simple Network Protocol and ConnectController finds no driver (EFI_NOT_FOUND).
+RNG_NEEDED = ("this firmware's network stack needs a random number generator: the NIC has a driver (Simple"
+              " Network) but nothing started above it, and the firmware has no EFI_RNG_PROTOCOL; EDK2 since"
+              " 2024 (the fix for CVE-2023-45236/45237) starts its network drivers only with one. Enable the"
+              " random number generator in the firmware setup; under QEMU add -device virtio-rng-pci")
+
+# Why no NIC is usable: the first row whose protocols are all missing names the cause
+# (``why_no_nic``). Facts: snp (Simple Network handles), mnp (Managed Network service binding),
+# rng (EFI_RNG_PROTOCOL), ip4config2, tcp4 (its service binding), hash2 (Hash2 service binding).
+NO_NIC_CAUSES = [  # (cause, protocols all missing, message)
+    ("no-nic-driver", ("snp",), "no NIC driver: no handle carries the Simple Network Protocol (no network"
+                                " controller, no UEFI driver or option ROM for it, or networking switched off"
+                                " in the firmware setup)"),
+    ("no-rng", ("mnp", "rng"), RNG_NEEDED),
+    ("not-connected", ("mnp",), "the network stack did not start on the NIC: %(snp)d Simple Network handle(s)"
+                                " but no Managed Network service binding; ConnectController: %(connect)s"
+                                " (network stack switched off in the firmware setup, or not built in)"),
+    ("no-ipv4", ("ip4config2",), "no IPv4 on the NIC: Managed Network but no IP4 Config2 (Ip4Dxe not built"
+                                 " in, or IPv4 switched off; under QEMU: fw_cfg opt/org.tianocore/IPv4Support)"),
+    # EDK2 quirk (docs/edk2.md section 10.2): TcpDxe since 2024 loads only with a Hash2 service binding.
+    ("no-hash2", ("tcp4", "hash2"), "no TCP4: IPv4 is up but TcpDxe did not start; EDK2's TcpDxe since 2024"
+                                    " needs the Hash2 service binding (Hash2DxeCrypto), which this firmware"
+                                    " lacks"),
+    ("no-tcp4", ("tcp4",), "no TCP4 on the NIC: IPv4 is up but the firmware has no TcpDxe"),
+    ("apart", (), "IP4 Config2 and the TCP4 service binding are on different handles: bitsnet needs both on"
+                  " the NIC's handle"),
+]
 
 
 def _boot_services():
@@ -232,7 +270,8 @@ class Nic(object):
 def connect_controllers():
     # type: () -> int
     """ConnectController(h, NULL, NULL, TRUE) on every handle carrying the Simple Network
-    Protocol, saying so on the console; returns how many handles there were.
+    Protocol, saying so on the console (the first time: with the cause, ``why_no_nic``, if it
+    failed); returns how many handles there were.
 
     EDK2 quirk (docs/edk2.md section 2.4): a boot order that does not name the NIC (OVMF with ``bootindex`` on
     the disk only, many vendor "fast boot" paths) never starts the network drivers: the NIC
@@ -241,19 +280,48 @@ def connect_controllers():
     snp = _handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)
     if not snp:
         return 0
-    sys.stdout.write("bitsnet: the firmware has not started networking on any NIC; connecting %d network"
-                     " controller%s (ConnectController) ... " % (len(snp), "" if len(snp) == 1 else "s"))
-    sys.stdout.flush()
+    say = _state["connect"] is None  # the console hears it once; later attempts are silent
+    if say:
+        sys.stdout.write("bitsnet: the firmware has not started networking on any NIC; connecting %d network"
+                         " controller%s (ConnectController) ... " % (len(snp), "" if len(snp) == 1 else "s"))
+        sys.stdout.flush()
     bs = _boot_services()
     statuses = [bs.ConnectController(handle, None, None, True) for handle in snp]
+    _state["connect"] = ", ".join(sorted(set(errors.status_name(s) for s in statuses)))
     found = _nic_handles()
+    if not say:
+        return len(snp)
     if found:
         sys.stdout.write("ok, %d NIC%s ready\n" % (len(found), "" if len(found) == 1 else "s"))
     else:
-        sys.stdout.write("failed (%s): still no TCP4 service binding and IP4 Config2\n"
-                         % ", ".join(sorted(set(errors.status_name(s) for s in statuses))))
+        sys.stdout.write("failed (%s): %s\n" % (_state["connect"], _cause()[1]))
     sys.stdout.flush()
     return len(snp)
+
+
+def why_no_nic():
+    # type: () -> Optional[Tuple[str, str]]
+    """(cause, message): why no NIC carries IP4 Config2 and TCP4, from what the firmware has now
+    (call it after ``find_all()`` found none: that connected the NICs); None when a NIC is usable."""
+    return None if _nic_handles() else _cause()
+
+
+def _cause():
+    # type: () -> Tuple[str, str]
+    """The first row of ``NO_NIC_CAUSES`` whose protocols are all missing (the last row always fits)."""
+    facts = {
+        "snp": len(_handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)),
+        "mnp": _handles(efidefs.EFI_MANAGED_NETWORK_SERVICE_BINDING_PROTOCOL_GUID),
+        "rng": _handles(efidefs.EFI_RNG_PROTOCOL_GUID),
+        "ip4config2": _handles(efidefs.EFI_IP4_CONFIG2_PROTOCOL_GUID),
+        "tcp4": _handles(efidefs.EFI_TCP4_SERVICE_BINDING_PROTOCOL_GUID),
+        "hash2": _handles(efidefs.EFI_HASH2_SERVICE_BINDING_PROTOCOL_GUID),
+        "connect": _state["connect"] or "not tried",
+    }
+    for cause, missing, message in NO_NIC_CAUSES:
+        if not any(facts[name] for name in missing):
+            return cause, message % facts
+    raise AssertionError("NO_NIC_CAUSES ends with a row that always fits")
 
 
 def ipv6_present():
@@ -275,9 +343,7 @@ def find():
     """The first NIC (see ``find_all``); error(ENETDOWN) if the firmware has none."""
     nics = find_all()
     if not nics:
-        raise errors.socket_error(errno.ENETDOWN, "no network interface with IP4 Config2 and TCP4 in this firmware"
-                                  " (%d Simple Network handles, connected without result)"
-                                  % len(_handles(efidefs.EFI_SIMPLE_NETWORK_PROTOCOL_GUID)))
+        raise errors.socket_error(errno.ENETDOWN, "no usable network interface: %s" % _cause()[1])
     return nics[0]
 
 
@@ -291,3 +357,4 @@ def default_nic():
 def reset():
     """Forget the NIC and its children (tests reboot the simulated machine between tests)."""
     _state["nic"] = None
+    _state["connect"] = None

@@ -126,8 +126,21 @@ class Report(object):
 
 
 # --- The checks -------------------------------------------------------------------------------
+def check_firmware():
+    """What the firmware is and offers (bitsnet.fwreport); FAIL only when the firmware itself keeps
+    the network stack from starting (no RNG on EDK2 since 2024, docs/edk2.md section 10.1)."""
+    from bitsnet import fwreport
+    lines, problem = fwreport.report()
+    if problem:
+        raise Fail("%s\n%s" % (problem, "\n".join(lines)))
+    return "\n".join(lines)
+
+
 def check_protocols():
-    """Which network protocols the firmware offers, per handle."""
+    """Which network protocols the firmware offers, per handle (once the NICs are connected, as
+    the first socket would connect them); FAIL with the cause if no NIC is usable."""
+    from bitsnet import nic
+    nic.find_all()
     per_handle = {}  # type: dict
     for name, guid in PROTOCOLS:
         try:
@@ -136,13 +149,10 @@ def check_protocols():
             continue
         for handle in handles:
             per_handle.setdefault(handle, []).append(name)
-    if not per_handle:
-        raise Fail("no network protocols at all: the NIC driver may not be loaded or the NIC not connected\n"
-                   "(bitsnet connects NICs itself in the next step)")
     lines = ["handle 0x%x: %s" % (h or 0, " ".join(names)) for h, names in sorted(per_handle.items())]
     usable = [names for names in per_handle.values() if "IP4Config2" in names and "TCP4" in names]
     if not usable:
-        lines.append("no handle carries both IP4 Config2 and TCP4: bitsnet needs both")
+        lines.append(nic.why_no_nic()[1])
         raise Fail("\n".join(lines))
     if not any("DNS4" in names for names in per_handle.values()):
         lines.append("no DNS4 (common: it ships only with HTTP boot); bitsnet resolves over UDP")
@@ -586,6 +596,7 @@ def main(argv=None):
     from bitsnet import events
     report.say("bitsnet %s selftest, Python %s on %s, events: %s" % (
         bitsnet.__version__, sys.version.split()[0], sys.platform, events.mode()))
+    report.check("firmware", check_firmware)
     report.check("firmware network protocols", check_protocols)
     report.check("network interface", check_nic)
     report.check("firmware timer", check_timer)

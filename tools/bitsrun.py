@@ -2,6 +2,7 @@
 
     python3 tools/bitsrun.py [--image PATH] [--stock | --as-is] [--lab] [--timeout S] [--hostfwd PORT ...]
                              [--restore-timer | --no-restore-timer] [--keep DIR] [-v]
+                             [--ovmf NAME|CODE,VARS] [--nic virtio-net|e1000|rtl8139] [--rng | --no-rng]
                              (SCRIPT | -m MODULE | -c CODE) [ARGS ...]
 
 What it does:
@@ -15,7 +16,11 @@ What it does:
   3. ``/boot/grub/grub.cfg`` becomes: ``source /boot/cfg/init.cfg`` (BITS's own start-up),
      ``py 'execfile("/boot/bitsrun/main.py")'`` (the wrapper below), ``halt`` (QEMU exits);
   4. QEMU boots it (tools/qemu_vm.py: q35, TCG, OVMF, virtio disk and NIC, user-mode network)
-     inside a new network namespace with only a loopback, so nothing leaves the machine.  The
+     -- ``--ovmf`` picks the firmware (a generation of tools/ovmf.py's catalogue, 2020.11 to
+     2026.08, fetched from Debian's archive on first use, or a user's CODE,VARS pair; default the
+     machine's own ``ovmf`` package), ``--nic`` the NIC model, ``--rng`` adds virtio-rng-pci,
+     which EDK2 since 2024 needs to start its network stack -- inside a new network namespace
+     with only a loopback, so nothing leaves the machine.  The
      guest is 10.0.2.15 (DHCP); 10.0.2.2 is the namespace's loopback, where ``--lab`` starts
      tools/lab.py (HTTP on port 8080, TCP+UDP echo, DNS on port 53, which is also where slirp's
      DNS proxy 10.0.2.3 -- the server DHCP hands out -- forwards to; its ``/connect/10.0.2.15/PORT``
@@ -45,11 +50,12 @@ Python API (tests/test_real_bits.py)::
 
     import bitsrun
     result = bitsrun.run(script="x.py", args=["--peer", "{lab}"], lab=True, timeout=300,
-                         hostfwd=[8000], on_line=hook)
+                         hostfwd=[8000], on_line=hook, ovmf="2025.02", nic="e1000", rng=True)
     result.output   # the program's output lines, unwrapped; result.times: when each arrived
     result.status   # exit status (None: no exit line)   result.seconds   result.timed_out
     result.console  # every console line (ANSI escapes removed), BITS's own messages included
     result.hooks    # [(line, value)] for every on_line call that returned something but None
+    result.firmware # the tools/ovmf.py Firmware it booted (name, version, code, vars)
 
 ``on_line(line)`` is called (in a thread of its own, in the namespace, so it reaches
 127.0.0.1:PORT of a ``hostfwd`` listener) for every program output line as it arrives;
@@ -89,6 +95,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import ovmf as ovmf_catalogue  # noqa: E402
 import qemu_vm  # noqa: E402
 
 DEFAULT_IMAGE = os.path.join(os.path.dirname(ROOT), "shared", "bits", "bits-2079-x86_64-efi.tar.xz")
@@ -273,6 +280,7 @@ class Result(object):
         self.hooks = hooks
         self.ports = ports
         self.times = []  # type: list
+        self.firmware = None  # type: object
 
     @property
     def text(self):
@@ -500,7 +508,7 @@ def clean(line):
     return _ANSI.sub("", line)
 
 
-def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir):
+def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir, machine=None):
     """In the namespace: peers up, QEMU booted, console read; a Result."""
     stops = []
     ports = {"host": qemu_vm.GUEST_HOST}
@@ -516,7 +524,7 @@ def _boot(esp, timeout, hostfwd, on_line, setup, lab, args, echo, workdir):
         tree = os.path.join(workdir, "esp")
         prepare_tree(tree, *_substituted(args, ports))
         make_esp(tree, esp)
-        return _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor)
+        return _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor, machine)
     finally:
         for stop in stops:
             stop()
@@ -530,9 +538,10 @@ def _substituted(args, ports):
     return mode, target, [re.sub(r"\{(\w+)\}", value, arg) for arg in program_args], restore_timer
 
 
-def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor):
-    vars_copy = qemu_vm.fresh_vars(workdir)
-    vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, vars_copy, hostfwd, monitor=monitor.path), timeout)
+def _run_qemu(esp, workdir, timeout, hostfwd, on_line, echo, ports, monitor, machine=None):
+    machine = machine or {}  # firmware, nic, rng: qemu_vm.qemu_command's
+    vars_copy = qemu_vm.fresh_vars(workdir, machine.get("firmware"))
+    vm = qemu_vm.Qemu(qemu_vm.qemu_command(esp, vars_copy, hostfwd, monitor=monitor.path, **machine), timeout)
     console, hooks, threads, times = [], [], [], []
     framed, started, status = [], False, None
     try:
@@ -594,7 +603,7 @@ def _call_hook(on_line, text, hooks):
 
 def run(script=None, module=None, code=None, args=(), image=None, stock=False, lab=False,
         timeout=DEFAULT_TIMEOUT, hostfwd=(), on_line=None, setup=None, restore_timer=None,
-        keep=None, echo=None, install=False, as_is=False):
+        keep=None, echo=None, install=False, as_is=False, ovmf=None, nic="virtio-net", rng=False):
     """Boot BITS with the program and return its Result (see the module docstring).
 
     Exactly one of ``script`` (a host path), ``module``, ``code``.  ``restore_timer``: None means
@@ -602,7 +611,9 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     bitsnet inside, tools/bits_build.py) -- no install, and the timer left to the image.
     ``keep``: a directory for the ESP tree, disk image and NV store (else a temporary one under
     build/bitsrun, removed).  ``echo``: None, "output" or "console" (print
-    as it arrives).  ``install``: apt-get missing Debian packages (as root).
+    as it arrives).  ``install``: apt-get missing Debian packages (as root).  ``ovmf``: the
+    firmware (None: the machine's own; a tools/ovmf.py NAME, fetched on first use; "CODE,VARS";
+    or an ovmf.Firmware), ``nic``: a qemu_vm.NICS name, ``rng``: add virtio-rng-pci.
     """
     chosen = [(m, t) for m, t in (("script", script), ("module", module), ("code", code)) if t is not None]
     if len(chosen) != 1:
@@ -613,6 +624,13 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     problem = unavailable(image, install)
     if problem:
         raise ImageError(problem)
+    if nic not in qemu_vm.NICS:
+        raise ImageError("unknown NIC %r: one of %s" % (nic, ", ".join(qemu_vm.NIC_NAMES)))
+    try:  # before the namespace: a first use fetches the firmware from Debian's archive
+        firmware = ovmf_catalogue.resolve(ovmf, install=True)
+    except ovmf_catalogue.FirmwareError as exc:
+        raise ImageError(str(exc))
+    machine = {"firmware": firmware, "nic": nic, "rng": bool(rng)}
     if restore_timer is None:
         restore_timer = stock
     if not os.path.isdir(BUILD):
@@ -626,8 +644,10 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
         if not (stock or as_is):
             install_bitsnet(tree)
         esp = os.path.join(workdir, "esp.img")
-        return qemu_vm.in_new_namespace(_boot, esp, timeout, list(hostfwd), on_line, setup, lab,
-                                        (mode, target, list(args), restore_timer), echo, workdir)
+        result = qemu_vm.in_new_namespace(_boot, esp, timeout, list(hostfwd), on_line, setup, lab,
+                                          (mode, target, list(args), restore_timer), echo, workdir, machine)
+        result.firmware = firmware
+        return result
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -845,7 +865,7 @@ def typed_main(argv):
 def _split_argv(argv):
     """(bitsrun's options, program spec, program args): the program starts at -m/-c or the
     first word that is not an option (or an option's value)."""
-    with_value = ("--image", "--timeout", "--hostfwd", "--keep")
+    with_value = ("--image", "--timeout", "--hostfwd", "--keep", "--ovmf", "--nic")
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -887,6 +907,14 @@ def main(argv=None):
     timer.add_argument("--no-restore-timer", dest="restore_timer", action="store_false")
     parser.add_argument("--keep", help="keep the ESP tree, image and NV store in this directory")
     parser.add_argument("--no-install", action="store_true", help="never apt-get install")
+    parser.add_argument("--ovmf", metavar="NAME|CODE,VARS", help="the firmware: %s (fetched on first use) or a "
+                        "CODE,VARS pair (default: the machine's own ovmf package)" % ", ".join(ovmf_catalogue.NAMES))
+    parser.add_argument("--nic", default="virtio-net", choices=qemu_vm.NIC_NAMES,
+                        help="the NIC model (default virtio-net; the others run iPXE's option ROM)")
+    rng = parser.add_mutually_exclusive_group()
+    rng.add_argument("--rng", dest="rng", action="store_true", default=False,
+                     help="add a virtio-rng-pci device (EDK2 since 2024 needs an RNG for its network stack)")
+    rng.add_argument("--no-rng", dest="rng", action="store_false", help="no RNG device (the default)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the whole console, not only the program")
     args = parser.parse_args(options)
     if program is None:
@@ -896,7 +924,8 @@ def main(argv=None):
     try:
         result = run(args=program_args, image=args.image, stock=args.stock, lab=args.lab, timeout=args.timeout,
                      hostfwd=args.hostfwd, restore_timer=args.restore_timer, keep=args.keep, as_is=args.as_is,
-                     echo="console" if args.verbose else "output", install=not args.no_install, **spec)
+                     echo="console" if args.verbose else "output", install=not args.no_install,
+                     ovmf=args.ovmf, nic=args.nic, rng=args.rng, **spec)
     except ImageError as exc:
         print("bitsrun: %s" % exc, file=sys.stderr)
         return 2
@@ -906,7 +935,9 @@ def main(argv=None):
         for line in result.console[-15:]:
             print("  " + line, file=sys.stderr)
     else:
-        print("bitsrun: exit status %d after %.1f s" % (result.status, result.seconds), file=sys.stderr)
+        print("bitsrun: exit status %d after %.1f s (OVMF %s, %s%s)" % (
+            result.status, result.seconds, result.firmware.version or result.firmware.label, args.nic,
+            ", virtio-rng" if args.rng else ""), file=sys.stderr)
     return result.exit_code
 
 

@@ -133,6 +133,12 @@ def build_parser():
                      help="no TlsDxe: no EFI_TLS_SERVICE_BINDING_PROTOCOL (firmware without NETWORK_TLS_ENABLE)")
     net.add_argument("--tls", default="edk2", metavar="PROFILE", choices=("edk2", "edk2-2019"),
                      help="TlsDxe: edk2 (default) or edk2-2019 (before EfiTlsVerifyHost; docs/tls.md section 2.4)")
+    net.add_argument("--generation", default="2022.11", metavar="YYYY.MM",
+                     choices=("2020.11", "2022.11", "2025.02", "2026.08"),
+                     help="which of Debian's OVMF builds the firmware behaves as (docs/simulator.md section 3): 2020.11"
+                          " (no IPv6), 2022.11 (default), 2025.02 or 2026.08 (no network stack without --rng)")
+    net.add_argument("--rng", action="store_true",
+                     help="an EFI_RNG_PROTOCOL (what -device virtio-rng-pci gives OVMF); EDK2 since 2024 needs it")
     net.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the fault injector")
     net.add_argument("--nic-disconnected", action="store_true",
                      help="NIC not connected: only SNP until ConnectController (docs/edk2.md section 2.4)")
@@ -159,7 +165,7 @@ def build_parser():
 
 # Options that take a value: the splitter below must skip their value.
 _VALUE_OPTIONS = ("--address", "--gateway", "--dhcp-delay", "--dns-server", "--firmware", "--seed", "--faults",
-                  "--ipv6-delay", "--ipv6-policy", "--ipv6-dns-server", "--tls")
+                  "--ipv6-delay", "--ipv6-policy", "--ipv6-dns-server", "--tls", "--generation")
 
 
 def split_command_line(args):
@@ -192,7 +198,10 @@ def machine_options(opts):
                    seed=opts.seed, timer=not opts.timer_stopped, nic_connected=not opts.nic_disconnected)
     if opts.dhcp_delay is not None:
         options["dhcp_delay"] = opts.dhcp_delay
-    options.update(ipv6=not opts.no_ipv6, ipv6_policy=opts.ipv6_policy, ipv6_dns_servers=list(opts.ipv6_dns_server))
+    options.update(generation=opts.generation, rng=opts.rng, ipv6_policy=opts.ipv6_policy,
+                   ipv6_dns_servers=list(opts.ipv6_dns_server))
+    if opts.no_ipv6:
+        options["ipv6"] = False  # otherwise the generation decides
     if opts.ipv6_delay is not None:
         options["ipv6_delay"] = opts.ipv6_delay
     if opts.faults:

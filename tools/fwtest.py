@@ -1,6 +1,7 @@
 """Replay the fwtest scenarios on real OVMF in QEMU and on the simulator, and compare the traces.
 
     python3 tools/fwtest.py [--sim-only | --qemu-only] [--scenario GLOB ...] [--keep DIR] [--no-install]
+                            [--ovmf NAME|CODE,VARS] [--nic virtio-net|e1000|rtl8139] [--rng | --no-rng]
 
 What it does (docs/simulator.md section 6):
   1. makes sure the Debian packages are there (qemu-system-x86, ovmf, ipxe-qemu, gnu-efi, mtools;
@@ -10,7 +11,9 @@ What it does (docs/simulator.md section 6):
   4. re-runs itself inside a new network namespace (``unshare -rn``: only a loopback exists, so
      nothing leaves the machine), starts the host peers on that loopback, boots OVMF in QEMU
      (q35, TCG, disk bootindex=1, virtio-net bootindex=2, user-mode network; docs/edk2.md section 9) and reads
-     the probe's trace from the serial console;
+     the probe's trace from the serial console.  ``--ovmf`` boots another generation of EDK2 (tools/ovmf.py,
+     fetched before entering the namespace), ``--nic`` another NIC model, ``--rng`` adds virtio-rng-pci
+     (docs/edk2.md section 10);
   5. runs the same scenarios through the simulator (tools/efisim/scenario.py) against the same peers;
   6. normalises both traces (addresses and peer ports become $SYMBOLS) and compares them scenario by
      scenario: statuses, completion order, synchronous-vs-queued completion, data, and timing only in
@@ -51,6 +54,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ovmf  # noqa: E402
 import qemu_vm  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -292,13 +296,15 @@ def host_action(words, peers, self_address):
         thread.start()
 
 
-def run_qemu(scenarios, peers, workdir, verbose=False):
-    """Boot OVMF with the probe; (raw serial lines, seconds)."""
+def run_qemu(scenarios, peers, workdir, verbose=False, machine=None):
+    """Boot OVMF with the probe; (raw serial lines, seconds).  ``machine``: qemu_vm.qemu_command's
+    firmware, nic and rng."""
+    machine = machine or {}
     probe = build_probe(workdir)
     symbols = dict(QEMU_SYMBOLS, **peers.ports)
     image = make_image(probe, scenario_text(scenarios, symbols), workdir)
-    vars_copy = qemu_vm.fresh_vars(workdir)  # a fresh NV store: no persisted Ip4Config2 policy
-    vm = qemu_vm.Qemu(qemu_vm.qemu_command(image, vars_copy, [LISTEN_PORT]), QEMU_TIMEOUT)
+    vars_copy = qemu_vm.fresh_vars(workdir, machine.get("firmware"))  # fresh: no persisted Ip4Config2 policy
+    vm = qemu_vm.Qemu(qemu_vm.qemu_command(image, vars_copy, [LISTEN_PORT], **machine), QEMU_TIMEOUT)
     lines = []
     try:
         for line in vm.lines():
@@ -487,7 +493,15 @@ def main(argv=None):
                         "(default: a temporary build/fwtest/run-* removed at the end; traces copied to build/fwtest)")
     parser.add_argument("--no-install", action="store_true", help="never apt-get install")
     parser.add_argument("-v", "--verbose", action="store_true", help="echo trace lines as they arrive")
+    parser.add_argument("--ovmf", metavar="NAME|CODE,VARS", help="the firmware: %s (fetched on first use) or a "
+                        "CODE,VARS pair (default: the machine's own ovmf package)" % ", ".join(ovmf.NAMES))
+    parser.add_argument("--nic", default="virtio-net", choices=qemu_vm.NIC_NAMES, help="the NIC model")
+    rng = parser.add_mutually_exclusive_group()
+    rng.add_argument("--rng", dest="rng", action="store_true", default=False, help="add a virtio-rng-pci device")
+    rng.add_argument("--no-rng", dest="rng", action="store_false", help="no RNG device (the default)")
     args = parser.parse_args(argv)
+    if args.record and (args.ovmf or args.nic != "virtio-net" or args.rng):
+        raise SystemExit("fwtest: --record keeps the trace of the default machine only (no --ovmf, --nic, --rng)")
     scenarios = load_scenarios(args.scenario)
     if not scenarios:
         raise SystemExit("fwtest: no scenario matches")
@@ -495,6 +509,11 @@ def main(argv=None):
     literal = set(int(p) for _, text in scenarios for p in re.findall(r"port=(\d+)", text))
     if not args.sim_only and not qemu_vm.in_namespace():
         if not ensure_packages(install=not args.no_install):
+            return 2
+        try:  # fetched here: the namespace has no network
+            ovmf.resolve(args.ovmf, install=not args.no_install)
+        except ovmf.FirmwareError as exc:
+            print("fwtest: %s" % exc, file=sys.stderr)
             return 2
         return qemu_vm.enter_namespace(__file__, argv, tool="fwtest")
     if qemu_vm.in_namespace():
@@ -522,10 +541,13 @@ def _run(args, scenarios, names, literal, workdir):
     try:
         fw = sim = None
         if not args.sim_only:
-            raw, seconds = run_qemu(scenarios, peers, workdir, args.verbose)
+            firmware = ovmf.resolve(args.ovmf, install=False)
+            machine = {"firmware": firmware, "nic": args.nic, "rng": args.rng}
+            raw, seconds = run_qemu(scenarios, peers, workdir, args.verbose, machine)
             with open(os.path.join(workdir, "trace-fw.txt"), "w") as handle:
                 handle.write("\n".join(raw) + "\n")
-            print("fwtest: OVMF run took %.1f s (%d trace lines)" % (seconds, len(raw)))
+            print("fwtest: OVMF %s (%s%s) run took %.1f s (%d trace lines)" % (
+                firmware.version or firmware.label, args.nic, ", virtio-rng" if args.rng else "", seconds, len(raw)))
             fw = normalise(raw, dict(QEMU_SYMBOLS, **peers.ports), literal)
         firmware_only = set()
         if not simulator_has_udp4():

@@ -11,9 +11,13 @@ Namespace   A tool's QEMU and its host peers run in a new user+network namespace
             ``loopback_up()`` brings ``lo`` up in either; ``use_resolver`` (forked child only)
             points the namespace's /etc/resolv.conf, which slirp's DNS proxy reads, at a peer.
 QEMU        ``qemu_command(...)``: q35 with TCG (KVM does not work for OVMF here), OVMF code
-            read-only as pflash unit 0 and a private copy of the NV store as unit 1 (``fresh_vars``),
-            the disk on virtio-blk with bootindex 1, virtio-net with bootindex 2 (without one OVMF
-            may leave the NIC unconnected), user-mode networking: the guest is 10.0.2.15 by DHCP,
+            read-only as pflash unit 0 and a private copy of the NV store as unit 1 (``fresh_vars``;
+            ``firmware``: a tools/ovmf.py Firmware, default the machine's own OVMF), the disk on
+            virtio-blk with bootindex 1, the NIC with bootindex 2 (without one OVMF may leave it
+            unconnected; ``nic``: one of ``NICS``, virtio-net driven by OVMF's own VirtioNetDxe,
+            the others by the iPXE option ROM QEMU loads from ipxe-qemu), ``rng``: a virtio-rng-pci
+            device (EDK2 since 2024 starts no network stack without an RNG, docs/edk2.md section
+            10), user-mode networking: the guest is 10.0.2.15 by DHCP,
             10.0.2.2 is the namespace's loopback, ``hostfwd`` ports reach listeners in the guest.
             ``Qemu`` starts it with the serial console on a pipe and hands out console lines.
 """
@@ -43,6 +47,11 @@ PACKAGE_FILES = {
 }
 NETNS_ENV = "QEMU_VM_NETNS"  # set to "1" in a process that runs inside the namespace
 MOUNTNS_ENV = "QEMU_VM_MOUNTNS"  # "1": and in a mount namespace of its own (in_new_namespace)
+# --nic NAME -> QEMU's device model.  virtio-net: OVMF's VirtioNetDxe; e1000 and rtl8139: the
+# UNDI driver in iPXE's EFI option ROM (ipxe-qemu's efi-e1000.rom, efi-rtl8139.rom), which
+# QEMU loads for the device and OVMF runs (docs/edk2.md section 10).
+NICS = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139"}
+NIC_NAMES = ["virtio-net", "e1000", "rtl8139"]
 GUEST_HOST = "10.0.2.2"  # the namespace's loopback as the guest sees it (slirp's host alias)
 GUEST_SELF = "10.0.2.15"  # the address slirp's DHCP gives the guest
 _clock = getattr(time, "monotonic", time.time)
@@ -218,16 +227,22 @@ def in_new_namespace(function, *args, **kwargs):
 
 # ------------------------------------------------------------------------------------------ QEMU
 
-def fresh_vars(directory):
-    """A private copy of OVMF's NV store (no persisted Ip4Config2 policy, boot entries, ...)."""
+def fresh_vars(directory, firmware=None):
+    """A private copy of OVMF's NV store (no persisted Ip4Config2 policy, boot entries, ...);
+    ``firmware``: whose template (a tools/ovmf.py Firmware; None: the machine's own OVMF)."""
     path = os.path.join(directory, "OVMF_VARS.fd")
-    shutil.copyfile(OVMF_VARS, path)
+    shutil.copyfile(firmware.vars if firmware is not None else OVMF_VARS, path)
     return path
 
 
-def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra="", monitor=None):
+def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra="", monitor=None, firmware=None,
+                 nic="virtio-net", rng=False):
     """The QEMU command line; ``hostfwd``: guest TCP ports reached at the same port on 127.0.0.1;
-    ``monitor``: a Unix socket path for the human monitor (``Monitor``), else none."""
+    ``monitor``: a Unix socket path for the human monitor (``Monitor``), else none; ``firmware``
+    (a tools/ovmf.py Firmware; None: the machine's own), ``nic`` (a ``NICS`` name) and ``rng``
+    (a virtio-rng-pci device) as the module docstring says."""
+    if nic not in NICS:
+        raise ValueError("unknown NIC %r: one of %s" % (nic, ", ".join(NIC_NAMES)))
     netdev = "user,id=n0,net=10.0.2.0/24,host=%s,dhcpstart=%s,dns=10.0.2.3" % (GUEST_HOST, GUEST_SELF)
     for port in hostfwd:  # listeners inside the firmware, reached from the namespace's loopback
         netdev += ",hostfwd=tcp:127.0.0.1:%d-:%d" % (port, port)
@@ -235,11 +250,13 @@ def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra="", moni
     return ["qemu-system-x86_64", "-machine", "q35,accel=tcg", "-m", str(memory), "-nodefaults",
             "-display", "none", "-no-reboot", "-serial", "stdio",
             "-monitor", "unix:%s,server=on,wait=off" % monitor if monitor else "none",
-            "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + OVMF_CODE,
+            "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + (firmware.code if firmware is not None
+                                                                          else OVMF_CODE),
             "-drive", "if=pflash,format=raw,unit=1,file=" + vars_copy,
             "-drive", "file=%s,format=raw,if=none,id=disk0" % image,
             "-device", "virtio-blk-pci,drive=disk0,bootindex=1",
-            "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,bootindex=2"]
+            "-netdev", netdev, "-device", "%s,netdev=n0,bootindex=2" % NICS[nic]] + \
+        (["-device", "virtio-rng-pci"] if rng else [])
 
 
 class Monitor(object):

@@ -359,11 +359,21 @@ class Firmware(object):
                 setattr(bs, name, ftype(impl))
         st = uefi.EFI_SYSTEM_TABLE()
         st.Hdr.Signature = uefi.EFI_SYSTEM_TABLE_SIGNATURE
+        st.Hdr.Revision = uefi.EFI_2_70_SYSTEM_TABLE_REVISION
         st.Hdr.HeaderSize = ctypes.sizeof(st)
+        st.FirmwareRevision = uefi.FIRMWARE_REVISION  # every OVMF's (docs/edk2.md section 10.5)
         st.BootServices = ctypes.pointer(bs)
         self._cells.extend([bs, st])
+        self._vendors = {}  # type: dict   # text -> its CHAR16 string, alive for the process
         self.boot_services = bs
         self.system_table = st
+        self.set_vendor(uefi.FIRMWARE_VENDOR)
+
+    def set_vendor(self, text):
+        """The system table's FirmwareVendor (a CHAR16 string) becomes ``text``."""
+        if text not in self._vendors:
+            self._vendors[text] = (ctypes.c_uint16 * (len(text) + 1))(*[ord(c) for c in text])
+        self.system_table.FirmwareVendor = ctypes.addressof(self._vendors[text])
 
     # Boot services, in EFI_BOOT_SERVICES order. Each runs holding the CPU lock.
     def _bs_RaiseTPL(self, new_tpl):

@@ -8,6 +8,16 @@ service bindings. Each driver module offers ``install(machine)`` returning a dri
 with ``ledger()`` (what it still holds for the application, e.g. live children and outstanding
 tokens) and ``shutdown()``.
 
+Firmware generations (``generation``, efirun's ``--generation``; docs/edk2.md section 10): Debian's
+OVMF builds differ in what bitsnet depends on, and ``GENERATIONS`` says how:
+  ``2020.11``   no IPv6 (built without NETWORK_IP6_ENABLE: no IP6 Config, TCP6, UDP6 or DNS6); its
+                tick comes from the 8254, not the local APIC timer (``tick_source``)
+  ``2022.11``   what the project has always modelled (the default)
+  ``2025.02``, ``2026.08``  the RNG rule: without ``rng=True`` the NIC keeps its Simple Network
+                Protocol and nothing binds above it -- ConnectController answers EFI_NOT_FOUND;
+                a Hash2 service binding (Hash2DxeCrypto) exists
+Options given explicitly (``ipv6=True``) override what the generation implies.
+
 Two firmware profiles (``--firmware``):
   ``edk2``       current EDK2 NetworkPkg, as described in docs/edk2.md (the default);
   ``edk2-2015``  the older MdeModulePkg stack BITS was tested on (docs/bits-efi.md sections 2, 3, 5):
@@ -24,6 +34,24 @@ from efisim.firmware import FIRMWARE
 from efisim.nic import Nic
 
 PROFILES = ("edk2", "edk2-2015")
+
+# What differs between the firmware generations (docs/edk2.md section 10): option defaults
+# ("ipv6") and traits no option sets -- "rng_required": NetworkPkg drivers load only with an
+# EFI_RNG_PROTOCOL (section 10.1); "hash2": a Hash2 service binding exists (section 10.2);
+# "tick_source": where the UEFI timer tick comes from (section 10.3; recorded, not modelled: the
+# simulator has no local APIC).
+# "vendor": the system table's FirmwareVendor (section 10.5, measured).
+DEBIAN_VENDOR = "Debian distribution of EDK II"
+GENERATIONS = {  # type: dict
+    "2020.11": {"ipv6": False, "rng_required": False, "hash2": False, "tick_source": "8254", "vendor": "EDK II"},
+    "2022.11": {"ipv6": True, "rng_required": False, "hash2": False, "tick_source": "local APIC",
+                "vendor": "EDK II"},
+    "2025.02": {"ipv6": True, "rng_required": True, "hash2": True, "tick_source": "local APIC",
+                "vendor": DEBIAN_VENDOR},
+    "2026.08": {"ipv6": True, "rng_required": True, "hash2": True, "tick_source": "local APIC",
+                "vendor": DEBIAN_VENDOR},
+}
+GENERATION_OPTIONS = ("ipv6",)  # the keys of GENERATIONS that are MachineConfig options
 
 
 class MachineConfig(object):
@@ -49,6 +77,12 @@ class MachineConfig(object):
         self.ipv6_dns_servers = []  # type: list   # ["[::1]:5353"]: what the router (RDNSS) hands out, plus port
         self.rng = False  # True: an EFI_RNG_PROTOCOL backed by os.urandom (rng.py); Debian's OVMF has none
         self.tls = "edk2"  # TlsDxe (tls.py): "edk2", "edk2-2019" (no EfiTlsVerifyHost), None: none
+        # Debian's OVMF build modelled (GENERATIONS): sets the defaults of GENERATION_OPTIONS
+        self.generation = options.get("generation", "2022.11")
+        if self.generation not in GENERATIONS:
+            raise ValueError("generation must be one of %s" % ", ".join(sorted(GENERATIONS)))
+        for name in GENERATION_OPTIONS:
+            setattr(self, name, GENERATIONS[self.generation][name])
         for name, value in options.items():
             if not hasattr(self, name):
                 raise TypeError("unknown machine option %r" % name)
@@ -92,6 +126,24 @@ class MachineConfig(object):
     def old_stack(self):
         return self.firmware == "edk2-2015"
 
+    @property
+    def rng_required(self):
+        # type: () -> bool
+        """EDK2's network drivers need an EFI_RNG_PROTOCOL in this generation (docs/edk2.md section 10.1)."""
+        return GENERATIONS[self.generation]["rng_required"]
+
+    @property
+    def hash2(self):
+        # type: () -> bool
+        """This generation has a Hash2 service binding (docs/edk2.md section 10.2)."""
+        return GENERATIONS[self.generation]["hash2"]
+
+    @property
+    def tick_source(self):
+        # type: () -> str
+        """Where this generation's UEFI timer tick comes from (docs/edk2.md section 10.3)."""
+        return GENERATIONS[self.generation]["tick_source"]
+
 
 class Machine(object):
     """A booted machine: ``firmware``, ``nic`` and the installed ``drivers`` by name."""
@@ -103,6 +155,7 @@ class Machine(object):
         self.drivers = {}  # type: dict
         self.faults = _make_faults(config)
         FIRMWARE.faults = self.faults
+        FIRMWARE.set_vendor(GENERATIONS[config.generation]["vendor"])
         FIRMWARE.ledger_sources.append(self._driver_ledger)
         FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_SIMPLE_NETWORK_PROTOCOL_GUID,
                                   FIRMWARE.allocate_static(656))
@@ -110,13 +163,23 @@ class Machine(object):
         if config.rng:
             from efisim import rng
             self.rng = rng.install()
+        self.hash2 = None
+        if config.hash2:  # Hash2DxeCrypto: its service binding on a handle of its own (presence only)
+            self.hash2 = FIRMWARE.new_handle()
+            FIRMWARE.install_protocol(self.hash2, uefi.EFI_HASH2_SERVICE_BINDING_PROTOCOL_GUID,
+                                      FIRMWARE.allocate_static(16))
         self.tls = None  # TlsDxe is no NIC driver: its service binding is there from boot on
         if config.tls:
             from efisim import tls
             if tls.available()[0]:
                 self.tls = tls.install(self, config.tls)
                 FIRMWARE.ledger_sources.append(self.tls.ledger)
-        if config.nic_connected:
+        if config.rng_required and not config.rng:
+            # EDK2 quirk (docs/edk2.md section 10.1): every NetworkPkg driver's dependency expression
+            # names gEfiRngProtocolGuid, so none is dispatched: the NIC keeps only its SNP, and
+            # ConnectController finds no driver for it (no hook: EFI_NOT_FOUND).
+            pass
+        elif config.nic_connected:
             self.connect_drivers()
         else:
             FIRMWARE.connect_hooks[self.nic.handle] = self._connect_controller
@@ -130,6 +193,9 @@ class Machine(object):
     def connect_drivers(self):
         """What ConnectController(NIC, recursive) does in EDK2: start the network drivers."""
         from efisim import ip4config2
+        # MnpDxe's service binding on the NIC (presence only: bitsnet never makes MNP children)
+        FIRMWARE.install_protocol(self.nic.handle, uefi.EFI_MANAGED_NETWORK_SERVICE_BINDING_PROTOCOL_GUID,
+                                  FIRMWARE.allocate_static(16))
         self.drivers["ip4config2"] = ip4config2.install(self)
         names = ["tcp4", "udp4", "dns4"]
         if self.config.ipv6:
@@ -152,7 +218,11 @@ class Machine(object):
     def shutdown(self):
         for driver in list(self.drivers.values()):
             driver.shutdown()
+        if self.drivers:
+            FIRMWARE.uninstall_protocol(self.nic.handle, uefi.EFI_MANAGED_NETWORK_SERVICE_BINDING_PROTOCOL_GUID)
         self.drivers.clear()
+        if self.hash2 is not None:
+            FIRMWARE.uninstall_protocol(self.hash2, uefi.EFI_HASH2_SERVICE_BINDING_PROTOCOL_GUID)
         self.nic.close()
         if self.rng is not None:
             self.rng.shutdown()
