@@ -116,14 +116,24 @@ def _http():
     return http.client
 
 
+def _native(text):
+    """``text`` as the native str: on 2.7 a byte string, as BITS's console and its log (a
+    StringIO that cannot join non-ASCII bytes with unicode) want everything printed."""
+    if PY2 and isinstance(text, _text_type):
+        return text.encode("ascii", "backslashreplace")
+    if not PY2 and isinstance(text, bytes):
+        return text.decode("ascii", "backslashreplace")
+    return str(text)
+
+
 def _one_line(text):
-    return " ".join(_text_type(text).split()) or "(no detail)"
+    return " ".join(_native(text).split()) or "(no detail)"
 
 
 def _describe(exc):
     """One line for an exception of a failed attempt."""
-    detail = getattr(exc, "strerror", None) or _text_type(exc)
-    return _one_line("%s: %s" % (type(exc).__name__, detail))
+    detail = getattr(exc, "strerror", None) or exc
+    return _one_line("%s: %s" % (type(exc).__name__, _native(detail) if not isinstance(detail, str) else detail))
 
 
 class _Attempt(object):
@@ -192,7 +202,8 @@ def deliver(url, data, method="PUT", content_type="application/octet-stream", re
         data = bytes(data)
     method = method.upper()
     _split(url)  # a bad URL is the caller's error, not the lab's: raised now, never retried
-    label = name or url.rstrip("/").rsplit("/", 1)[-1] or url
+    url = _native(url)
+    label = _native(name or url.rstrip("/").rsplit("/", 1)[-1] or url)
     attempt = _Attempt(method, url, data, content_type, timeout, list(headers), progress)
     delay, attempts = float(backoff), 0
     status, reason, code = None, "", None

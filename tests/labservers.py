@@ -197,20 +197,22 @@ class Rsyslog(_Server):
 class FlakyLab(object):
     """An HTTP server on ``host``:``port`` that answers each PUT/POST as ``script`` says, one
     entry per request: an int status (the body is kept when it is 2xx); when ``script`` runs
-    out, the last entry again. ``received``: [(method, path, body)] of every request;
-    ``down(seconds)``: not listening at all (connection refused) until then."""
+    out, the last entry again. ``received``: [(method, path, body)] of every request. With
+    ``down=True`` it does not listen at all (connection refused) until ``start_after(s)``."""
 
-    def __init__(self, port, script, host="127.0.0.1", down_for=0.0):
+    def __init__(self, port, script, host="127.0.0.1", down=False):
         self.host, self.port, self.script = host, port, list(script)
         self.received = []  # type: list
         self.stored = {}  # type: dict
         self.server = None
         self.thread = None
-        if down_for > 0:
-            self.timer = threading.Timer(down_for, self._start)
-            self.timer.start()
-        else:
+        self.timer = None
+        if not down:
             self._start()
+
+    def start_after(self, seconds):
+        self.timer = threading.Timer(seconds, self._start)
+        self.timer.start()
 
     def _start(self):
         lab = self
@@ -239,10 +241,9 @@ class FlakyLab(object):
         self.thread.start()
 
     def stop(self):
-        timer = getattr(self, "timer", None)
-        if timer is not None:
-            timer.cancel()
-            timer.join()
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer.join()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()

@@ -40,6 +40,8 @@ PACKAGE_FILES = {
     "gnu-efi": "/usr/lib/crt0-efi-x86_64.o",
     "mtools": "/usr/bin/mcopy",
     "dosfstools": "/sbin/mkfs.fat",
+    "nginx": "/usr/sbin/nginx",  # the lab's WebDAV server in the tests (tests/labservers.py)
+    "rsyslog": "/usr/sbin/rsyslogd",  # the lab's syslog server in the tests
 }
 NETNS_ENV = "QEMU_VM_NETNS"  # set to "1" in a process that runs inside the namespace
 MOUNTNS_ENV = "QEMU_VM_MOUNTNS"  # "1": and in a mount namespace of its own (in_new_namespace)
