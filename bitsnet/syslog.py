@@ -21,9 +21,11 @@ The fields (RFC 5424 section 6):
              (255, 48, 128, 32); an empty one is "-".
   SD         "-", or ``[meta sequenceId="N"]`` (RFC 5424 section 7.3.1) counting messages from 1
              when sequence numbers are asked for: gaps show losses.
-  MSG        the line without its newline. UTF-8 text that is not plain ASCII starts with the
-             BOM, as RFC 5424 section 6.4 asks for MSG-UTF8; bytes that are not valid UTF-8 go
-             as they are (MSG-ANY).
+  MSG        the line without its newline, its bytes as they are (RFC 5424's MSG-ANY: UTF-8
+             text stays UTF-8). No byte order mark, although section 6.4 asks for one before
+             UTF-8 text (MSG-UTF8): rsyslog keeps the BOM as part of the message and writes it
+             into its files (tests/test_syslog.py saw it), which is why CPython's
+             ``logging.handlers.SysLogHandler`` stopped sending it too.
 """
 
 from __future__ import absolute_import
@@ -35,7 +37,6 @@ SEVERITY_ERR = 3
 SEVERITY_INFO = 6
 APP_NAME = "bits"
 NILVALUE = b"-"
-BOM = b"\xef\xbb\xbf"
 LIMITS = {"hostname": 255, "app_name": 48, "procid": 128, "msgid": 32}  # RFC 5424 section 6.2
 SEQUENCE_WRAP = 2147483647  # RFC 5424 section 7.3.1: sequenceId counts 1 .. 2**31-1, then 1 again
 _SEVERITY = {"stdout": SEVERITY_INFO, "stderr": SEVERITY_ERR}
@@ -108,10 +109,10 @@ class SyslogFormat(object):
         self.timestamp = timestamp if timestamp is not None else utc_clock()
 
     def room(self):
-        """Bytes a message's header (BOM included) takes at most: the rest of a datagram is
-        the line's."""
-        longest = b"<191>1 2026-12-06T01:17:24.123Z   stderr [meta sequenceId=\"2147483647\"] "
-        return len(longest) + len(self.hostname) + len(self.app_name) + len(self.procid) + len(BOM)
+        """Bytes a message's header takes at most: the rest of a datagram is the line's."""
+        # PRI VERSION SP TIMESTAMP SP HOSTNAME SP APP-NAME SP PROCID SP MSGID SP SD SP, fields empty
+        longest = b"<191>1 2026-12-06T01:17:24.123Z    stderr [meta sequenceId=\"2147483647\"] "
+        return len(longest) + len(self.hostname) + len(self.app_name) + len(self.procid)
 
     def message(self, line, stream="stdout", number=None):
         """The datagram for one console line (bytes, its newline included or not)."""
@@ -128,15 +129,4 @@ class SyslogFormat(object):
                             _field(stream, LIMITS["msgid"]), sd])
         if not line:
             return header
-        return header + b" " + _body(line)
-
-
-def _body(line):
-    """MSG: with the BOM when it is UTF-8 beyond ASCII (MSG-UTF8), else as it is (MSG-ANY)."""
-    if max(bytearray(line)) < 128:
-        return line
-    try:
-        line.decode("utf-8")
-    except UnicodeError:
-        return line
-    return BOM + line
+        return header + b" " + line
