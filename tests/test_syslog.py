@@ -15,7 +15,6 @@ from __future__ import print_function
 import datetime
 import os
 import re
-import sys
 import time
 
 import pytest
