@@ -103,6 +103,12 @@ class TestRecord(object):
         return text.split(u"\n") if text else []
 
     @property
+    def assert_failures(self):
+        """The failed asserts of the test itself (BITS's "Internal error" left out: an
+        exception is reported as such)."""
+        return [d for d in self.failures if d != INTERNAL_ERROR]
+
+    @property
     def suite(self):
         return self.submenu if self.submenu is not None else SUITE_OF_TOP_MENU
 
