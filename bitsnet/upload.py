@@ -5,7 +5,8 @@
                         name="junit.xml")
     upload.deliver(url, report.junit_xml(), content_type="application/xml")
 
-Contents: ``identity`` (``bitsnet.machineid``'s), ``expand``, ``deliver``, ``UploadError``.
+Contents: ``identity`` (``bitsnet.machineid``'s), ``expand``, ``deliver``, ``deliver_file``,
+``UploadError``.
 
 URL templates (``expand``): ``{uuid}``, ``{serial}``, ``{product}``, ``{machine}`` (the best
 of the three), ``{run}`` (this boot's run id) and ``{name}`` (what is uploaded) are replaced by
@@ -233,3 +234,18 @@ def deliver(url, data, method="PUT", content_type="application/octet-stream", re
             _sleep = time.sleep
         _sleep(delay)  # type: ignore[operator]
         delay = min(BACKOFF_MAX, delay * 2)
+
+
+def deliver_file(template, path, name=None, content_type="application/octet-stream", **options):
+    """Deliver the file at ``path`` (read whole: BITS's ``open`` reads the boot disk) to
+    ``template`` expanded with ``{name}`` = ``name`` or the file's base name; ``options`` go
+    to ``deliver``. A file that cannot be read raises UploadError too (nothing was sent)."""
+    name = name or path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    url = expand(template, name=name)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except EnvironmentError as exc:
+        raise UploadError("upload: %s not delivered: cannot read %s: %s" % (_native(name), _native(path), _describe(exc)),
+                          url=url, code=getattr(exc, "errno", None), reason=_describe(exc))
+    return deliver(url, data, content_type=content_type, name=name, **options)

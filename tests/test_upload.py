@@ -51,6 +51,7 @@ for name in ("junit.xml", "big.bin", "bits-log.txt"):
     data = {"junit.xml": xml, "big.bin": big}.get(name) or results.log_text()  # the log as it is by now
     upload.deliver(upload.expand(template, ident, name=name), data, content_type="application/octet-stream")
     print("@@sha %s %s" % (name, hashlib.sha256(data).hexdigest()))
+upload.deliver_file(template, sys.argv[0])  # a file a script names, under its own name
 for key, value in sorted(ident.items()):
     print("@@identity %s=%s" % (key, value))
 '''
@@ -65,6 +66,10 @@ ipconfig.ensure_configured(10)  # DHCP first: the lab's down time is counted fro
 print("@@ready")  # the host's lab comes up a little later
 sys.stdout.flush()
 print("@@status %d" % upload.deliver(recovers, data, method="POST", retries=6, backoff=0.1))
+try:
+    upload.deliver_file(always_503.rsplit("/", 1)[0] + "/{name}", "/no/such/file.log", progress=None)
+except upload.UploadError as exc:
+    print("@@error attempts=%d status=%s %s" % (exc.attempts, exc.status, exc))
 for url, retries in ((always_503, 3), (forbidden, 3), (nobody, 2)):
     try:
         upload.deliver(url, data, retries=retries, backoff=0.05, timeout=5)
@@ -122,7 +127,8 @@ def test_results_log_and_a_large_body_reach_nginx_under_the_machines_name(tmpdir
     assert re.match(r"^\d{8}T\d{6}Z-[0-9a-f]{4}$", ident["run"]), ident
     stored = nginx.files()
     folder = "results/%s/%s/%s/" % (PRODUCT, UUID, ident["run"])  # percent-encoded in the URL, plain on disk
-    assert sorted(stored) == sorted(folder + name for name in ("junit.xml", "big.bin", "bits-log.txt"))
+    assert sorted(stored) == sorted(folder + name for name in ("junit.xml", "big.bin", "bits-log.txt", "program.py"))
+    assert stored[folder + "program.py"] == LAB_PROGRAM.encode("ascii")
     for name, sha in shas.items():
         assert hashlib.sha256(stored[folder + name]).hexdigest() == sha, name  # arrived whole
     assert stored[folder + "big.bin"] == bytes(bytearray(i % 251 for i in range(BIG)))
@@ -188,6 +194,9 @@ def test_a_lab_having_a_bad_day(tmpdir):
     delays = [float(re.search(r"in (\d+\.\d+) s$", x).group(1)) for x in retries]
     assert delays == [0.1 * 2 ** i for i in range(len(delays))]  # backing off
     errors = [x for x in lines if x.startswith("@@error ")]
+    assert errors[0].startswith("@@error attempts=0 status=None upload: file.log not delivered: cannot read "
+                                "/no/such/file.log: ")  # nothing sent, and said so
+    errors = errors[1:]
     size = len(data)
     assert errors == [
         "@@error attempts=4 status=503 upload: b.xml (%d bytes) not delivered: PUT %s: HTTP 503 Service Unavailable "
