@@ -246,6 +246,7 @@ def deliver_file(template, path, name=None, content_type="application/octet-stre
         with open(path, "rb") as f:
             data = f.read()
     except EnvironmentError as exc:
-        raise UploadError("upload: %s not delivered: cannot read %s: %s" % (_native(name), _native(path), _describe(exc)),
-                          url=url, code=getattr(exc, "errno", None), reason=_describe(exc))
+        reason = _describe(exc)
+        raise UploadError("upload: %s not delivered: cannot read %s: %s" % (_native(name), _native(path), reason),
+                          url=url, code=getattr(exc, "errno", None), reason=reason)
     return deliver(url, data, content_type=content_type, name=name, **options)
