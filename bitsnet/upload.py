@@ -21,7 +21,8 @@ a connection refused, reset or timed out, a name that does not resolve yet, an H
 429 or 5xx -- is retried after a pause that doubles from ``backoff`` seconds (at most
 BACKOFF_MAX), ``retries`` times; each failed attempt is reported through ``progress``. Any
 other answer (3xx, 4xx: the URL or the server's configuration is wrong, the same request will
-not do better) ends it at once. When nothing more will be tried ``deliver`` raises
+not do better), and an error that is not the network's (a URL httplib refuses, a bug), end
+it at once. When nothing more will be tried ``deliver`` raises
 ``UploadError`` with one line saying what was not delivered where and why: a result is never
 dropped silently. No threads (BITS has none): the caller waits, the pauses included.
 """
@@ -211,24 +212,28 @@ def deliver(url, data, method="PUT", content_type="application/octet-stream", re
     started = clock.monotonic()
     while True:
         attempts += 1
+        permanent = False
         try:
             status, reason = attempt.run()
         except (EnvironmentError, _http().HTTPException) as exc:
             status, reason, code = None, _describe(exc), getattr(exc, "errno", None)
+            permanent = isinstance(exc, _http().InvalidURL)  # httplib refuses the URL itself
+        except Exception as exc:  # a bug: asking again will not help
+            status, reason, code, permanent = None, _describe(exc), None, True
         if status is not None and 200 <= status <= 299:
             if progress is not None and len(data) >= PROGRESS_MIN:
                 progress("upload: %s %s: %d %s, %d bytes in %.1f s" % (method, url, status, reason, len(data),
                                                                       clock.monotonic() - started))
             return status
         what = reason if status is None else "HTTP %d %s" % (status, reason)
-        final = attempts > retries or (status is not None and not _retryable_status(status))
+        final = permanent or attempts > retries or (status is not None and not _retryable_status(status))
         if final:
-            raise UploadError("upload: %s (%d bytes) not delivered: %s %s: %s (%d attempt%s)" % (
-                label, len(data), method, url, what, attempts, "" if attempts == 1 else "s"),
+            raise UploadError(_one_line("upload: %s (%d bytes) not delivered: %s %s: %s (%d attempt%s)" % (
+                label, len(data), method, url, what, attempts, "" if attempts == 1 else "s")),
                 url=url, size=len(data), attempts=attempts, status=status, reason=what, code=code)
         if progress is not None:
-            progress("upload: %s %s failed (%s); retry %d of %d in %.1f s" % (method, url, what, attempts,
-                                                                            retries, delay))
+            progress(_one_line("upload: %s %s failed (%s); retry %d of %d in %.1f s" % (
+                method, url, what, attempts, retries, delay)))
         if _sleep is None:
             import time
             _sleep = time.sleep
@@ -247,6 +252,6 @@ def deliver_file(template, path, name=None, content_type="application/octet-stre
             data = f.read()
     except EnvironmentError as exc:
         reason = _describe(exc)
-        raise UploadError("upload: %s not delivered: cannot read %s: %s" % (_native(name), _native(path), reason),
+        raise UploadError(_one_line("upload: %s not delivered: cannot read %s: %s" % (name, path, reason)),
                           url=url, code=getattr(exc, "errno", None), reason=reason)
     return deliver(url, data, content_type=content_type, name=name, **options)

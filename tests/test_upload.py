@@ -223,6 +223,9 @@ def test_url_templates():
         upload.expand("http://lab/{name}", ident)  # no name given
     with pytest.raises(ValueError):
         upload.deliver("ftp://lab/x", b"", progress=None)  # not retried: the caller's mistake
+    with pytest.raises(upload.UploadError) as failed:  # httplib refuses the path: one line, one attempt
+        upload.deliver("http://127.0.0.1:%d/a b\nc" % port(6), b"x", progress=None)
+    assert failed.value.attempts == 1 and "\n" not in str(failed.value) and "a b" in str(failed.value)
 
 
 @pytest.mark.parametrize("env, expected", [
