@@ -155,6 +155,36 @@ def test_an_interrupted_run_keeps_what_was_recorded(bits, monkeypatch):
     assert (checked["tests"], checked["failures"], checked["errors"]) == (3, 1, 1)
 
 
+class TimeLimit(BaseException):
+    """What a caller's watchdog raises in a test that ran too long."""
+
+
+def test_a_test_cut_short_can_let_the_rest_run_on(bits, monkeypatch):
+    testsuite, results = bits
+
+    def hangs():
+        testsuite.test("a check before the hang", True)
+        raise TimeLimit("test ran past 60 s")
+    testsuite.add_test("Hangs", hangs, submenu="Fake ACPI Tests")
+    text, report = on_console(monkeypatch, lambda: results.run_tests(resume_on=(TimeLimit,)))
+    assert [t.name for t in report.tests] == ["ACPI table checksums", "ACPI FADT", "Hangs", "EFI table parse",
+                                              "Odd output"]
+    cut = report.tests[2]
+    assert (cut.status, cut.done, cut.passed, cut.failed) == ("error", False, 1, 0)
+    assert cut.exception.rstrip().endswith("TimeLimit: test ran past 60 s")
+    assert "results: Hangs cut short (TimeLimit: test ran past 60 s); the remaining tests run on" in text
+    overall = [m.groups() for m in map(OVERALL.match, text.splitlines()) if m]
+    assert overall == [("3", "2"), ("2", "1")]  # BITS's two runs; neither counts the test cut short
+    assert (report.passed, report.failed) == (6, 3)
+    assert testsuite.tests["Fake ACPI Tests"][-1].func is hangs  # BITS's registry again
+    # the last test cut short: nothing after it to run, the exception is raised
+    testsuite.add_test("Hangs at the end", hangs)
+    report = results.Report()
+    _, error = on_console(monkeypatch, lambda: pytest.raises(TimeLimit, results.run_tests, ["Hangs at the end"],
+                                                             report, (TimeLimit,)))
+    assert [(t.name, t.status) for t in report.tests] == [("Hangs at the end", "error")]
+
+
 def write(data, name, directory=[]):
     import tempfile
     if not directory:
