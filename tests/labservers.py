@@ -205,7 +205,7 @@ class FlakyLab(object):
     """An HTTP server on ``host``:``port`` that answers each PUT/POST as ``script`` says, one
     entry per request: an int status (the body is kept when it is 2xx); when ``script`` runs
     out, the last entry again. ``received``: [(method, path, body)] of every request. With
-    ``down=True`` it does not listen at all (connection refused) until ``start_after(s)``."""
+    ``down=True`` it does not listen at all (connection refused) until ``start()``."""
 
     def __init__(self, port, script, host="127.0.0.1", down=False):
         self.host, self.port, self.script = host, port, list(script)
@@ -213,15 +213,10 @@ class FlakyLab(object):
         self.stored = {}  # type: dict
         self.server = None
         self.thread = None
-        self.timer = None
         if not down:
-            self._start()
+            self.start()
 
-    def start_after(self, seconds):
-        self.timer = threading.Timer(seconds, self._start)
-        self.timer.start()
-
-    def _start(self):
+    def start(self):
         lab = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -248,9 +243,6 @@ class FlakyLab(object):
         self.thread.start()
 
     def stop(self):
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer.join()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
