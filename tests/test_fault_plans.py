@@ -128,7 +128,8 @@ def test_reorder_lets_completions_of_two_children_overtake(machine):
 
 
 @pytest.mark.torture
-@pytest.mark.machine(static=True, faults="burst=200,burst_wait=1.5")
+# burst_wait long: 199 Transmits under the gc torture on a loaded host took over 1.5 s
+@pytest.mark.machine(static=True, faults="burst=200,burst_wait=4.0")
 def test_burst_signals_hundreds_of_completions_in_one_tick(machine):
     with peers.EchoPeer() as peer:
         child = efiraw.connected_child(peer.port)  # its Connect completion went out on burst_wait
