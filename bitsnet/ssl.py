@@ -434,27 +434,39 @@ def _dnsname_match(pattern, hostname):
         return pattern == hostname
     head, _, tail = pattern.partition(".")
     if head != "*" or not tail or tail.count(".") < 1:
-        return False  # only a whole left-most label, and never "*.com" (EDK2's flags: NONE)
+        return False  # only a whole left-most label, never "*.com" (the firmware's flags: NO_PARTIAL_WILDCARDS)
     first, _, rest = hostname.partition(".")
     return bool(first) and rest == tail
 
 
+def _ip_address(text):
+    """The packed address if ``text`` is an IPv4 (dotted quad, as OpenSSL's a2i_IPADDRESS reads it)
+    or IPv6 address, else None."""
+    from bitsnet import inet
+    if isinstance(text, bytes) and not isinstance(text, str):
+        text = text.decode("ascii", "replace")
+    return inet.parse_ipv4(text, strict=True) or (inet.pack_ipv6(text) if ":" in text else None)
+
+
 def match_hostname(cert, hostname):
-    """Raise CertificateError unless ``cert`` (a getpeercert() dict) is for ``hostname``."""
+    """Raise CertificateError unless ``cert`` (a getpeercert() dict) is for ``hostname``. An IP
+    address matches only IP address entries of subjectAltName, never a DNS entry or the
+    commonName (RFC 6125 section 1.7.2, as CPython and OpenSSL's X509_check_ip do)."""
     if not cert:
         raise ValueError("empty or no certificate, match_hostname needs a SSL socket or SSL context "
                          "with either CERT_OPTIONAL or CERT_REQUIRED")
     names = []
+    address = _ip_address(hostname)
     for kind, value in cert.get("subjectAltName", ()):
         if kind == "DNS":
-            if _dnsname_match(value, hostname):
+            if address is None and _dnsname_match(value, hostname):
                 return
             names.append(value)
         elif kind == "IP Address":
-            if value == hostname:
+            if address is not None and _ip_address(value.strip()) == address:
                 return
             names.append(value)
-    if not names:
+    if not names and address is None:
         for rdn in cert.get("subject", ()):
             for key, value in rdn:
                 if key == "commonName":
