@@ -20,12 +20,7 @@ from bitsnet import sigverify, x509verify
 OPENSSL = testpki.OPENSSL
 pytestmark = pytest.mark.skipif(not OPENSSL, reason="the openssl command makes the test certificates")
 
-KEYS = {
-    "rsa2048": ["-newkey", "rsa:2048"],
-    "rsa4096": ["-newkey", "rsa:4096"],
-    "p256": ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
-    "p384": ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"],
-}
+KEYS = dict((name, options) for name, (options, _) in testpki.KEYS.items())  # openssl req key options
 CA_EXT = "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
 
 
