@@ -164,6 +164,13 @@ def test_simulated_firmware_takes_partial_wildcards_by_default(machine, pki):
     assert _firmware_handshake(pki, "partial", "bar.example.test", T.EFI_TLS_VERIFY_FLAG_NONE) == "verify"
 
 
+def test_simulated_firmware_ignores_validity_periods(machine, pki):
+    """As OVMF's (measured in tests/test_ssl_realbits.py): the firmware alone accepts a certificate
+    that ended in 2020; bitsnet's own check is what refuses it (test_ssl.py test_expired_certificate)."""
+    from bitsnet import efidefs_tls as T
+    assert _firmware_handshake(pki, "expired", "localhost", T.EFI_TLS_VERIFY_FLAG_NO_PARTIAL_WILDCARDS) is True
+
+
 class HelloRequestPeer(object):
     """A TCP server that reads the ClientHello and then sends HelloRequest records, one every
     ``interval`` seconds, or (0) records of 4096 HelloRequests each as fast as it can, until the

@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 PLAIN_MAX = 16384
+_X509_V_FLAG_PARTIAL_CHAIN, _X509_V_FLAG_NO_CHECK_TIME = 0x80000, 0x200000  # OpenSSL's x509_vfy.h
 
 
 class Engine(object):
@@ -39,6 +40,10 @@ class Engine(object):
             others = [v for v in ("TLSv1", "TLSv1_1", "TLSv1_2", "TLSv1_3") if v != version]
             for name in others:
                 context.options |= getattr(ssl, "OP_NO_" + name, 0)
+        # As EDK2's TlsNew sets on the store (docs/tls.md section 2.3): an intermediate given as a CA
+        # ends a chain (X509_V_FLAG_PARTIAL_CHAIN), and validity periods are not checked
+        # (X509_V_FLAG_NO_CHECK_TIME); raw values, Python 3.6's ssl names neither.
+        context.verify_flags |= _X509_V_FLAG_PARTIAL_CHAIN | _X509_V_FLAG_NO_CHECK_TIME
         for der in cas:  # as PEM: DER cadata fails on older Pythons built against OpenSSL 3
             context.load_verify_locations(cadata=ssl.DER_cert_to_PEM_cert(der))
         # The host name to check after the handshake (see handshake), where the host's ssl cannot
