@@ -15,23 +15,25 @@ the part of the ``ssl`` API that the standard library's HTTPS clients use, on 2.
   ``SSLError`` and ``SSLZeroReturnError``, ``SSLWantReadError``, ``SSLWantWriteError``,
   ``SSLSyscallError``, ``SSLEOFError``, ``SSLCertVerificationError`` (3.x; ``CertificateError``)
 
-Certificates are verified by the firmware: the CA certificates go to the TLS child with
+Certificates are verified twice. By the firmware: the CA certificates go to the TLS child with
 EFI_TLS_CONFIGURATION_PROTOCOL.SetData(EfiTlsConfigDataTypeCACertificate), the host name with
-SetSessionData(EfiTlsVerifyHost) where the firmware has it (EDK2 since 2020); an older TlsDxe
-gets the host name checked here, from the server's certificate (readable in a TLS 1.2
-handshake, docs/tls.md section 2.4). A failed verification is an SSLError naming the reason; there is
-never a fallback to plain text. Client certificates and server-side TLS are not offered (EDK2's
-TlsSetHostPrivateKey is EFI_UNSUPPORTED).
+SetSessionData(EfiTlsVerifyHost) where the firmware has it (EDK2 since 2020; flags
+NO_PARTIAL_WILDCARDS); an older TlsDxe gets the host name checked here, from the server's
+certificate (readable in a TLS 1.2 handshake, docs/tls.md section 2.4). And by bitsnet, after the
+handshake: the server's chain, signature by signature, up to one of the context's own CAs, and
+the validity periods against the RTC (bitsnet.x509verify, docs/tls.md section 2.7). A failed
+verification is an SSLError naming the reason; there is never a fallback to plain text. Client
+certificates and server-side TLS are not offered (EDK2's TlsSetHostPrivateKey is EFI_UNSUPPORTED).
 
 Give the firmware your CA: ``create_default_context(cafile="/boot/bitsnet/ca.pem")``, or put
 the PEM file at ``/boot/bitsnet/ca.pem`` (``DEFAULT_CAFILES``), which default contexts load.
 EDK2 quirk: TlsDxe keeps every CA certificate any child was given in one store for the whole
 boot (TlsSetCaCertificate adds to the service's SSL_CTX), so the firmware trusts every CA once
-given; bitsnet.tls_socket then holds each context to its own CAs (docs/tls.md section 2.3).
+given; bitsnet's own check holds each context to its own CAs (docs/tls.md section 2.3).
 
 ``bitsnet.install()`` makes this module ``ssl`` where the interpreter has none (BITS).
 The socket class is in bitsnet.tls_socket, the EFI side in bitsnet.tls, certificate names in
-bitsnet.tls_x509.
+bitsnet.tls_x509, the chain check in bitsnet.x509verify (signatures: bitsnet.sigverify).
 """
 
 from __future__ import absolute_import

@@ -255,8 +255,9 @@ class SSLSocket(object):
     def _check_context_cas(self, session):
         """EDK2 quirk (docs/tls.md section 2.3): the firmware trusts every CA given in this boot, not just
         this context's. Verify the chain the server sent (readable in TLS 1.2) in Python, signature by
-        signature, up to one of this context's own CAs (bitsnet.x509verify), as CPython's ssl would;
-        validity periods against the firmware's RTC, which the firmware's own check ignores."""
+        signature, up to one of this context's own CAs (bitsnet.x509verify, docs/tls.md section 2.7), as
+        CPython's ssl would; validity periods against the firmware's RTC, which the firmware's own
+        check ignores (EDK2 quirk: TlsNew sets X509_V_FLAG_NO_CHECK_TIME, docs/tls.md section 2.6)."""
         from bitsnet import tls_x509, x509verify
         cas = self._context._cadata
         chain = tls_x509.server_certificates(bytes(session.handshake_messages))

@@ -15,8 +15,11 @@ the signature verifies with the next certificate's public key (bitsnet.sigverify
 v1.5 or ECDSA P-256/P-384, SHA-256/384/512), every certificate above the leaf is a CA
 (basicConstraints cA, keyUsage keyCertSign if keyUsage is present, pathLenConstraint), carries
 no critical extension this module does not know, and -- when the caller has a clock -- is inside
-its validity period. A leaf that *is* one of the context's CA certificates is trusted as it is
-(a self-signed server certificate given as the CA, as OpenSSL trusts it).
+its validity period (EDK2 quirk: the firmware checks no dates, docs/tls.md section 2.6). A leaf that
+*is* one of the context's CA certificates is trusted as it is (a self-signed server certificate
+given as the CA, as OpenSSL trusts it); a CA certificate given need not be self-signed (EDK2's
+store has X509_V_FLAG_PARTIAL_CHAIN, docs/tls.md section 2.6). docs/tls.md section 2.7 has the whole
+list and the cost in BITS.
 
   ``verify_chain(chain, cas, now=None)``  the path (list of Certificate), or VerifyError
   ``Certificate(der)``                    the fields the checks need; VerifyError if unreadable

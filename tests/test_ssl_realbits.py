@@ -60,8 +60,8 @@ pytestmark = [pytest.mark.realbits, pytest.mark.skipif(REASON is not None, reaso
 
 def _make_pki(d):
     """ca.pem/ca.key and server.pem/server.key for 10.0.2.2 (valid from yesterday: the guest's RTC
-    may lag the host's clock a little); appended.pem (server.pem, then ca2.pem: the chain of issue
-    30's attack), expired.pem (by ca, ended in 2020), partial.pem (DNS:f*.bits-host.test); for the
+    may lag the host's clock a little); appended.pem (server.pem, then ca2.pem: the chain of the
+    pooled-CA attack), expired.pem (by ca, ended in 2020), partial.pem (DNS:f*.bits-host.test); for the
     timing of signature checks in BITS, t_KEY_ca.pem and t_KEY_leaf.pem per key kind."""
     testpki.make_ca(d, "ca", "/CN=bitsnet realbits CA", timeout=60)
     testpki.make_ca(d, "ca2", "/CN=bitsnet realbits other CA", key_usage=False, timeout=60)
@@ -204,7 +204,7 @@ def test_wrong_host_name_refused(https_run):
 
 
 def test_each_context_trusts_exactly_its_own_cas(https_run):
-    """Issue 30 in real BITS: after ca.pem was given to the firmware, a context with only ca2.pem
+    """The pooled-CA attack in real BITS: after ca.pem was given to the firmware, a context with only ca2.pem
     refuses the server that appends ca2.pem to its ca.pem chain (bitsnet's check of the chain)."""
     result, _ = https_run
     appended = [line for line in result.output if line.startswith("appended chain: ")]

@@ -1,5 +1,5 @@
 """Whom a bitsnet.ssl context trusts, on the simulated firmware (tools/efisim/tls.py) against real
-HTTPS servers on 127.0.0.1 (issue 30, TLS items):
+HTTPS servers on 127.0.0.1:
 
 * each SSLContext trusts exactly its own CAs, although the firmware keeps every CA of the boot in
   one store (docs/tls.md section 2.3): the server's chain is verified in Python up to one of the
@@ -72,7 +72,7 @@ def _reference_verdicts(pki, port, cafile):
 
 @pytest.mark.skipif(not CURL, reason="curl is the reference client (Debian package curl)")
 def test_each_context_trusts_exactly_its_own_cas(machine, pki):
-    """Issue 30's attack. Context A (ca.pem) is used once, for a handshake that fails (wrong host
+    """The pooled-CA attack. Context A (ca.pem) is used once, for a handshake that fails (wrong host
     name) -- the firmware now holds ca.pem for the rest of the boot. Context B trusts only ca2.pem:
     it must refuse the ca.pem-signed server sent alone and also when the server appends ca2.pem to
     its chain, as curl and openssl s_client with ca2.pem do; and accept a ca2.pem-signed server."""

@@ -154,7 +154,7 @@ def test_same_name_other_key_is_refused(d):
 
 
 def test_server_appending_the_context_ca_is_refused(d):
-    """Issue 30's attack, at this level: the leaf is CA A's, the server appends CA B, the
+    """The pooled-CA attack, at this level: the leaf is CA A's, the server appends CA B, the
     context trusts CA B only."""
     ca(d, "attack_a")
     ca(d, "attack_b")

@@ -81,7 +81,7 @@ def main(argv):
         print("wrong host: %s" % (exc.reason,))
     # EDK2 quirk (docs/tls.md section 2.3): every CA given in this boot stays in TlsDxe's one store.
     print("shared store: %s" % attempt(https, ssl.create_default_context(cadata=other.decode("ascii"))))
-    # Issue 30: the server appends ca2.pem to a chain from ca.pem; a context with only ca2.pem must refuse.
+    # The pooled-CA attack: the server appends ca2.pem to a chain from ca.pem; a context with only ca2.pem must refuse.
     appended, expired, partial = argv[4], argv[5], argv[6]
     print("appended chain: %s" % attempt(appended, ssl.create_default_context(cadata=other.decode("ascii"))))
     print("rtc %s" % clock.rtc_utc())
