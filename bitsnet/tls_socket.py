@@ -241,18 +241,19 @@ class SSLSocket(object):
     def do_handshake(self, block=False):
         session = self._live_session()
         timeout = self.gettimeout()
-        if timeout and not session.established:
-            self._transport.deadline = clock.monotonic() + timeout
+        deadline = clock.monotonic() + timeout if timeout else None
+        if not session.established:
+            self._transport.deadline = deadline
         try:
             self._call(session.handshake)
         finally:
             self._transport.deadline = None
         if self._context.verify_mode != _api.CERT_NONE and not self._cas_checked:
-            self._check_context_cas(session)
+            self._check_context_cas(session, deadline)
         if self._check_in_python and self._context.check_hostname and not self._host_checked:
             self._check_host_in_python(session)
 
-    def _check_context_cas(self, session):
+    def _check_context_cas(self, session, deadline):
         """EDK2 quirk (docs/tls.md section 2.3): the firmware trusts every CA given in this boot, not just
         this context's. Verify the chain the server sent (readable in TLS 1.2) in Python, signature by
         signature, up to one of this context's own CAs (bitsnet.x509verify, docs/tls.md section 2.7), as
@@ -268,11 +269,17 @@ class SSLSocket(object):
             why = "the server's certificate was not readable in the handshake, so it cannot be checked against " \
                   "this SSLContext's CAs"
         else:
+            give_up = None if deadline is None else (lambda: clock.monotonic() > deadline)
             try:
-                x509verify.verify_chain(chain, cas, clock.rtc_utc())
+                x509verify.verify_chain(chain, cas, clock.rtc_utc(), give_up)
                 return
+            except x509verify.VerifyTimeout:
+                self._teardown()
+                raise _bitsnet_socket.timeout("The handshake operation timed out")
             except x509verify.VerifyError as exc:
                 why = str(exc)
+            except Exception as exc:  # a certificate this reader trips over: refused, never let through
+                why = "the server's chain could not be checked (%s: %s)" % (type(exc).__name__, exc)
         self._teardown()
         cls = _api.SSLCertVerificationError if _api._PY3 else _api.SSLError
         error = _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",

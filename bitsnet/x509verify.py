@@ -36,6 +36,10 @@ from bitsnet import sigverify
 from bitsnet.tls_x509 import _children, _oid, _ord, _text, _tlv
 
 MAX_PATH = 10  # certificates above the leaf: OpenSSL's default depth is 100; real chains have 1-3
+# Signatures checked in one verify_chain at most: a real chain needs one per link (and one more
+# per CA sharing a name, at a key rollover); a server sending many certificates with the same
+# name, each with an expensive key, must not make the check take minutes.
+MAX_SIGNATURE_CHECKS = 8
 
 _SIGNATURE_ALGORITHMS = {  # OID -> (key type, hash)
     "1.2.840.113549.1.1.11": ("rsa", "sha256"),
@@ -61,6 +65,10 @@ _UNDERSTOOD = set([_BASIC_CONSTRAINTS, _KEY_USAGE, "2.5.29.37", "2.5.29.17", "2.
 
 class VerifyError(Exception):
     """The chain does not lead to one of the context's CAs; the message says why."""
+
+
+class VerifyTimeout(VerifyError):
+    """``give_up()`` said the time for the check is over."""
 
 
 def _integer(data, start, end):
@@ -161,16 +169,19 @@ class Certificate(object):
                 self.unknown_critical.append(oid)
 
     def name(self):
-        """The subject's commonName (else its DER in hex) as an ASCII str, for messages."""
+        """The subject's commonName as an ASCII str, for messages."""
         value = None
         data = bytearray(self.subject)
-        for _, sstart, send in _children(data, 0, len(data)):
-            for _, astart, aend in _children(data, sstart, send):
-                parts = _children(data, astart, aend)
-                if _oid(data[parts[0][1]:parts[0][2]]) == "2.5.4.3":
-                    value = _text(bytes(data[parts[1][1]:parts[1][2]]))
+        try:
+            for _, sstart, send in _children(data, 0, len(data)):
+                for _, astart, aend in _children(data, sstart, send):
+                    parts = _children(data, astart, aend)
+                    if _oid(data[parts[0][1]:parts[0][2]]) == "2.5.4.3":
+                        value = _text(bytes(data[parts[1][1]:parts[1][2]]))
+        except (ValueError, IndexError):
+            return "(a certificate with an unreadable subject)"
         if value is None:
-            return "Name " + self.subject.hex() if hasattr(self.subject, "hex") else "(no commonName)"
+            return "(a certificate without commonName)"
         text = value.encode("ascii", "backslashreplace")
         return '"%s"' % (text if isinstance(text, str) else text.decode("ascii"))
 
@@ -250,10 +261,21 @@ def _check_issuer_fields(cert):
             cert.name(), ", ".join(cert.unknown_critical)))
 
 
-def verify_chain(chain, cas, now=None):
+def verify_chain(chain, cas, now=None, give_up=None):
     """The validated path [leaf, ..., anchor] from ``chain`` (the server's DER certificates, leaf
     first, as sent) to one of ``cas`` (DER; the context's own CA certificates), or VerifyError.
-    ``now`` is 'YYYYMMDDhhmmss' UTC to check validity periods, or None not to."""
+    ``now`` is 'YYYYMMDDhhmmss' UTC to check validity periods, or None not to; ``give_up()``, if
+    given, is asked before each signature check and True ends the check (VerifyTimeout)."""
+    budget = [MAX_SIGNATURE_CHECKS]
+
+    def check(cert, issuer):
+        if budget[0] <= 0:
+            raise VerifyError("more than %d candidate issuers to try" % MAX_SIGNATURE_CHECKS)
+        if give_up is not None and give_up():
+            raise VerifyTimeout("out of time checking the certificate chain")
+        budget[0] -= 1
+        return signed_by(cert, issuer)
+
     if not chain:
         raise VerifyError("the server sent no certificate")
     anchors = []
@@ -283,7 +305,7 @@ def verify_chain(chain, cas, now=None):
             if not anchor.may_sign_certificates() or (anchor.path_len is not None and below > anchor.path_len):
                 refused.append("the CA %s may not sign it (basicConstraints/keyUsage)" % anchor.name())
                 continue
-            if signed_by(current, anchor):
+            if check(current, anchor):
                 _check_time(anchor, now)
                 return path + [anchor]
             refused.append("its signature does not verify with the key of the CA %s" % anchor.name())
@@ -297,7 +319,7 @@ def verify_chain(chain, cas, now=None):
                     candidate.path_len is not None and below > candidate.path_len):
                 refused.append("%s in the chain is not a CA allowed to sign it" % candidate.name())
                 continue
-            if signed_by(current, candidate):
+            if check(current, candidate):
                 step = candidate
                 break
             refused.append("its signature does not verify with the key of %s in the chain" % candidate.name())

@@ -223,13 +223,18 @@ def test_expired_refused_by_bitsnet_against_the_rtc(https_run):
 
 
 def test_partial_wildcards(https_run):
-    """OVMF takes f*.bits-host.test for foo.bits-host.test with flags NONE; bitsnet sets
-    NO_PARTIAL_WILDCARDS and is refused (docs/tls.md section 2.4)."""
+    """bitsnet sets NO_PARTIAL_WILDCARDS: f*.bits-host.test is refused for foo.bits-host.test
+    (docs/tls.md section 2.4)."""
     result, _ = https_run
     ours = [line for line in result.output if line.startswith("partial wildcard: ")]
     assert ours and "CERTIFICATE_VERIFY_FAILED" in ours[0], result.output
+    # The firmware alone with its default flags: accepted in two boots of three, alert 42 in the
+    # first (docs/tls.md section 5); what it shows that bitsnet's flags matter is reported, not asserted.
     firmware = [line for line in result.output if line.startswith("partial wildcard, flags NONE: ")]
-    assert firmware and firmware[0].endswith("accepted"), result.output
+    assert firmware, result.output
+    print(firmware[0])
+    exact = [line for line in result.output if line.startswith("firmware alone, exact name: ")]
+    assert exact and exact[0].endswith("accepted"), result.output  # the firmware-alone path works
 
 
 def test_signature_check_time(https_run):
@@ -239,4 +244,7 @@ def test_signature_check_time(https_run):
                  if line.startswith("verify "))
     assert sorted(times) == sorted(TIMED_KEYS), result.output
     print("verify_chain in BITS, ms per call: %s" % times)
+    dearest = [line for line in result.output if line.startswith("pow 8192 e32 ms=")]
+    assert dearest, result.output
+    print(dearest[0])
     assert all(float(ms) < 5000 for ms in times.values()), times

@@ -180,6 +180,22 @@ def test_ca_constraints(d):
     assert accepts(d, "len0direct", ["croot"], ["len0"]) is True
 
 
+def test_work_is_bounded(d):
+    """Nine CAs in the chain, all with the leaf's issuer Name and none its signer: the check stops
+    after MAX_SIGNATURE_CHECKS signatures; and give_up() ends it before the first."""
+    ca(d, "boundsigner", subject="/CN=bitsnet bound")
+    cert(d, "boundleaf", "boundsigner")
+    for i in range(9):
+        ca(d, "decoy%d" % i, subject="/CN=bitsnet bound")
+    chain = [der(d, "boundleaf")] + [der(d, "decoy%d" % i) for i in range(9)]
+    with pytest.raises(x509verify.VerifyError) as info:
+        x509verify.verify_chain(chain, [der(d, "decoy0")])
+    assert "more than %d candidate issuers" % x509verify.MAX_SIGNATURE_CHECKS in str(info.value), str(info.value)
+    with pytest.raises(x509verify.VerifyTimeout):
+        x509verify.verify_chain([der(d, "boundleaf")], [der(d, "boundsigner")], give_up=lambda: True)
+    assert x509verify.verify_chain([der(d, "boundleaf")], [der(d, "boundsigner")], give_up=lambda: False)
+
+
 def test_sha1_is_refused_with_its_name(d):
     ca(d, "sha1ca")
     cert(d, "sha1leaf", "sha1ca", digest="sha1")
@@ -217,6 +233,9 @@ def test_rsa_verify_bounds():
     assert not sigverify.rsa_verify(n, 65537, b"\x00" * 256, "sha256", b"m")  # signature 0 never verifies
     assert not sigverify.rsa_verify(n, 65537, b"\xff" * 256, "sha256", b"m")  # >= n
     assert not sigverify.rsa_verify(n, (1 << 100) + 1, b"\x01" * 256, "sha256", b"m")  # huge exponent
+    assert not sigverify.rsa_verify(n, (1 << 33) + 1, b"\x01" * 256, "sha256", b"m")  # above 2^32
+    big = (1 << 8199) + 1
+    assert not sigverify.rsa_verify(big, 65537, b"\x01" * 1025, "sha256", b"m")  # above 8192 bits
     assert not sigverify.rsa_verify((1 << 511) + 1, 65537, b"\x01" * 64, "sha256", b"m")  # 512-bit key
 
 
