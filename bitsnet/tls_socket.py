@@ -32,6 +32,7 @@ from bitsnet import tls as _tls
 _api = sys.modules["bitsnet.ssl"]
 
 _classes = {}  # type: dict   # socket class -> the SSLSocket class built over it
+_NO_CHECK_TIME = 0x200000  # OpenSSL's X509_V_FLAG_NO_CHECK_TIME (CPython's ssl has no name for it)
 
 
 class ServerHostnameError(ValueError, TypeError):
@@ -270,8 +271,11 @@ class SSLSocket(object):
                   "this SSLContext's CAs"
         else:
             give_up = None if deadline is None else (lambda: clock.monotonic() > deadline)
+            # OpenSSL's X509_V_FLAG_NO_CHECK_TIME in verify_flags turns the date check off, as it
+            # would in CPython: for a board whose RTC is wrong.
+            now = None if self._context.verify_flags & _NO_CHECK_TIME else clock.rtc_utc()
             try:
-                x509verify.verify_chain(chain, cas, clock.rtc_utc(), give_up)
+                x509verify.verify_chain(chain, cas, now, give_up)
                 return
             except x509verify.VerifyTimeout:
                 self._teardown()
@@ -286,7 +290,8 @@ class SSLSocket(object):
                                 "certificate verify failed: %s (checked by bitsnet: the firmware's own check trusts "
                                 "every CA given in this boot, docs/tls.md section 2.3)" % why)
         error.verify_message = why
-        error.verify_code = 10 if "expired" in why else 20  # X509_V_ERR_CERT_HAS_EXPIRED, ..._GET_ISSUER_CERT_LOCALLY
+        # X509_V_ERR_CERT_HAS_EXPIRED, _CERT_NOT_YET_VALID, _UNABLE_TO_GET_ISSUER_CERT_LOCALLY
+        error.verify_code = 10 if "has expired" in why else 9 if "not valid yet" in why else 20
         raise error
 
     def _check_host_in_python(self, session):
