@@ -30,7 +30,9 @@ RECORDS_PER_CALL = 4  # plaintext records handed to one ProcessPacket(EfiTlsEncr
 FIRST_BUFFER = 4096  # BuildResponsePacket's first buffer; EFI_BUFFER_TOO_SMALL says the size
 # The most of the server's plaintext handshake kept (for its Certificate message): OpenSSL's own
 # bound on a certificate list is 100 KiB (SSL_MAX_CERT_LIST_DEFAULT), the rest of a server's flight
-# is small. A server sending more (a stream of HelloRequest records) is cut off here.
+# is small. EDK2 quirk: the firmware bounds nothing (its OpenSSL skips HelloRequest records during a
+# handshake, so a server can send them forever); a server sending more is cut off here
+# (docs/tls.md section 3.5).
 HANDSHAKE_MAX = 128 * 1024
 
 # RFC 5246 7.2 AlertDescription: the ones a failed handshake produces, for the error message.

@@ -40,7 +40,7 @@ class Engine(object):
             others = [v for v in ("TLSv1", "TLSv1_1", "TLSv1_2", "TLSv1_3") if v != version]
             for name in others:
                 context.options |= getattr(ssl, "OP_NO_" + name, 0)
-        # As EDK2's TlsNew sets on the store (docs/tls.md section 2.3): an intermediate given as a CA
+        # EDK2 quirk: as TlsNew sets on the store (docs/tls.md section 2.6): an intermediate given as a CA
         # ends a chain (X509_V_FLAG_PARTIAL_CHAIN), and validity periods are not checked
         # (X509_V_FLAG_NO_CHECK_TIME); raw values, Python 3.6's ssl names neither.
         context.verify_flags |= _X509_V_FLAG_PARTIAL_CHAIN | _X509_V_FLAG_NO_CHECK_TIME
