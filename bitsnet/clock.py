@@ -10,7 +10,7 @@ It is the function itself rather than a wrapper: a request/response round trip r
 several times.
 
 ``rtc_utc()`` is the other clock, the calendar one: the firmware's RTC, read only to check
-certificate validity periods (docs/tls.md section 2.3).
+certificate validity periods (docs/tls.md section 2.7).
 """
 
 import time

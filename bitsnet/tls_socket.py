@@ -286,12 +286,14 @@ class SSLSocket(object):
                 why = "the server's chain could not be checked (%s: %s)" % (type(exc).__name__, exc)
         self._teardown()
         cls = _api.SSLCertVerificationError if _api._PY3 else _api.SSLError
-        error = _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
-                                "certificate verify failed: %s (checked by bitsnet: the firmware's own check trusts "
-                                "every CA given in this boot, docs/tls.md section 2.3)" % why)
-        error.verify_message = why
         # X509_V_ERR_CERT_HAS_EXPIRED, _CERT_NOT_YET_VALID, _UNABLE_TO_GET_ISSUER_CERT_LOCALLY
-        error.verify_code = 10 if "has expired" in why else 9 if "not valid yet" in why else 20
+        code = 10 if "has expired" in why else 9 if "not valid yet" in why else 20
+        because = "the firmware's own check ignores validity periods, docs/tls.md section 2.6" if code != 20 else \
+            "the firmware's own check trusts every CA given in this boot, docs/tls.md section 2.3"
+        error = _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
+                                "certificate verify failed: %s (checked by bitsnet: %s)" % (why, because))
+        error.verify_message = why
+        error.verify_code = code
         raise error
 
     def _check_host_in_python(self, session):
