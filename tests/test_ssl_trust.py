@@ -53,6 +53,21 @@ def pki(tmp_path_factory):
     testpki.start_ca_database(d, 5000)
     for name in list(names) + ["ipcn"]:
         testpki.sign(d, name, "ca", ["-days", "2"])
+    # An intermediate CA under ca.pem, and a server certificate from it sent with the intermediate.
+    testpki.run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "inter.key", "-out", "inter.csr", "-subj",
+                 "/CN=bitsnet test intermediate"], d)
+    with open(os.path.join(d, "inter.ext"), "w") as f:
+        f.write("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n")
+    testpki.run(["x509", "-req", "-in", "inter.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "77",
+                 "-days", "2", "-sha256", "-extfile", "inter.ext", "-out", "inter.pem"], d)
+    with open(os.path.join(d, "leaf.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost\n")
+    testpki.run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "viainter.key", "-out", "viainter.csr", "-subj",
+                 "/CN=localhost"], d)
+    testpki.run(["x509", "-req", "-in", "viainter.csr", "-CA", "inter.pem", "-CAkey", "inter.key", "-set_serial",
+                 "78", "-days", "2", "-sha256", "-extfile", "leaf.ext", "-out", "viainter_only.pem"], d)
+    with open(os.path.join(d, "viainter.pem"), "w") as f:
+        f.write(open(os.path.join(d, "viainter_only.pem")).read() + open(os.path.join(d, "inter.pem")).read())
     return d
 
 
@@ -95,6 +110,22 @@ def test_each_context_trusts_exactly_its_own_cas(machine, pki):
             tls.close()
     error = _refused(bssl, pki, "good", context=bssl.SSLContext(bssl.PROTOCOL_TLS_CLIENT))
     assert "gave the firmware no CA certificate" in str(error), str(error)
+
+
+def test_chain_through_an_intermediate(machine, pki):
+    """The server sends its certificate and an intermediate; the context trusts the root: every
+    link is checked (leaf by the intermediate, intermediate by ca.pem). A context trusting only
+    ca2.pem refuses the same server after ca.pem is in the firmware's store."""
+    _, bssl = _bitsnet_ssl()
+    with HttpsPeer(pki, "viainter", {"a": b"two links"}) as peer:
+        context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
+        try:
+            assert _get(tls, "a")[1] == b"two links"
+        finally:
+            tls.close()
+    error = _refused(bssl, pki, "viainter", ca="ca2.pem")
+    assert "does not lead to a CA of this SSLContext" in str(error), str(error)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
