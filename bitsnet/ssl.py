@@ -15,23 +15,25 @@ the part of the ``ssl`` API that the standard library's HTTPS clients use, on 2.
   ``SSLError`` and ``SSLZeroReturnError``, ``SSLWantReadError``, ``SSLWantWriteError``,
   ``SSLSyscallError``, ``SSLEOFError``, ``SSLCertVerificationError`` (3.x; ``CertificateError``)
 
-Certificates are verified by the firmware: the CA certificates go to the TLS child with
+Certificates are verified twice. By the firmware: the CA certificates go to the TLS child with
 EFI_TLS_CONFIGURATION_PROTOCOL.SetData(EfiTlsConfigDataTypeCACertificate), the host name with
-SetSessionData(EfiTlsVerifyHost) where the firmware has it (EDK2 since 2020); an older TlsDxe
-gets the host name checked here, from the server's certificate (readable in a TLS 1.2
-handshake, docs/tls.md section 2.4). A failed verification is an SSLError naming the reason; there is
-never a fallback to plain text. Client certificates and server-side TLS are not offered (EDK2's
-TlsSetHostPrivateKey is EFI_UNSUPPORTED).
+SetSessionData(EfiTlsVerifyHost) where the firmware has it (EDK2 since 2020; flags
+NO_PARTIAL_WILDCARDS); an older TlsDxe gets the host name checked here, from the server's
+certificate (readable in a TLS 1.2 handshake, docs/tls.md section 2.4). And by bitsnet, after the
+handshake: the server's chain, signature by signature, up to one of the context's own CAs, and
+the validity periods against the RTC (bitsnet.x509verify, docs/tls.md section 2.7). A failed
+verification is an SSLError naming the reason; there is never a fallback to plain text. Client
+certificates and server-side TLS are not offered (EDK2's TlsSetHostPrivateKey is EFI_UNSUPPORTED).
 
 Give the firmware your CA: ``create_default_context(cafile="/boot/bitsnet/ca.pem")``, or put
 the PEM file at ``/boot/bitsnet/ca.pem`` (``DEFAULT_CAFILES``), which default contexts load.
 EDK2 quirk: TlsDxe keeps every CA certificate any child was given in one store for the whole
 boot (TlsSetCaCertificate adds to the service's SSL_CTX), so the firmware trusts every CA once
-given; bitsnet.tls_socket then holds each context to its own CAs (docs/tls.md section 2.3).
+given; bitsnet's own check holds each context to its own CAs (docs/tls.md section 2.3).
 
 ``bitsnet.install()`` makes this module ``ssl`` where the interpreter has none (BITS).
 The socket class is in bitsnet.tls_socket, the EFI side in bitsnet.tls, certificate names in
-bitsnet.tls_x509.
+bitsnet.tls_x509, the chain check in bitsnet.x509verify (signatures: bitsnet.sigverify).
 """
 
 from __future__ import absolute_import
@@ -434,27 +436,39 @@ def _dnsname_match(pattern, hostname):
         return pattern == hostname
     head, _, tail = pattern.partition(".")
     if head != "*" or not tail or tail.count(".") < 1:
-        return False  # only a whole left-most label, and never "*.com" (EDK2's flags: NONE)
+        return False  # only a whole left-most label, never "*.com" (the firmware's flags: NO_PARTIAL_WILDCARDS)
     first, _, rest = hostname.partition(".")
     return bool(first) and rest == tail
 
 
+def _ip_address(text):
+    """The packed address if ``text`` is an IPv4 (dotted quad, as OpenSSL's a2i_IPADDRESS reads it)
+    or IPv6 address, else None."""
+    from bitsnet import inet
+    if isinstance(text, bytes) and not isinstance(text, str):
+        text = text.decode("ascii", "replace")
+    return inet.parse_ipv4(text, strict=True) or (inet.pack_ipv6(text) if ":" in text else None)
+
+
 def match_hostname(cert, hostname):
-    """Raise CertificateError unless ``cert`` (a getpeercert() dict) is for ``hostname``."""
+    """Raise CertificateError unless ``cert`` (a getpeercert() dict) is for ``hostname``. An IP
+    address matches only IP address entries of subjectAltName, never a DNS entry or the
+    commonName (RFC 6125 section 1.7.2, as CPython and OpenSSL's X509_check_ip do)."""
     if not cert:
         raise ValueError("empty or no certificate, match_hostname needs a SSL socket or SSL context "
                          "with either CERT_OPTIONAL or CERT_REQUIRED")
     names = []
+    address = _ip_address(hostname)
     for kind, value in cert.get("subjectAltName", ()):
         if kind == "DNS":
-            if _dnsname_match(value, hostname):
+            if address is None and _dnsname_match(value, hostname):
                 return
             names.append(value)
         elif kind == "IP Address":
-            if value == hostname:
+            if address is not None and _ip_address(value.strip()) == address:
                 return
             names.append(value)
-    if not names:
+    if not names and address is None:
         for rdn in cert.get("subject", ()):
             for key, value in rdn:
                 if key == "commonName":

@@ -28,6 +28,12 @@ HEADER = T.TLS_RECORD_HEADER_LENGTH
 PLAIN_MAX = T.TLS_PLAINTEXT_RECORD_MAX_PAYLOAD_LENGTH
 RECORDS_PER_CALL = 4  # plaintext records handed to one ProcessPacket(EfiTlsEncrypt)
 FIRST_BUFFER = 4096  # BuildResponsePacket's first buffer; EFI_BUFFER_TOO_SMALL says the size
+# The most of the server's plaintext handshake kept (for its Certificate message): OpenSSL's own
+# bound on a certificate list is 100 KiB (SSL_MAX_CERT_LIST_DEFAULT), the rest of a server's flight
+# is small. EDK2 quirk: the firmware bounds nothing (its OpenSSL skips HelloRequest records during a
+# handshake, so a server can send them forever); a server sending more is cut off here
+# (docs/tls.md section 3.5).
+HANDSHAKE_MAX = 128 * 1024
 
 # RFC 5246 7.2 AlertDescription: the ones a failed handshake produces, for the error message.
 ALERTS = {
@@ -152,12 +158,14 @@ class TlsChild(object):
             raise TlsFailure("config", "EFI_TLS_CONFIGURATION_PROTOCOL.SetData(EfiTlsConfigDataTypeCACertificate):"
                              " %s (the firmware could not parse the certificate)" % status_name(status), status)
 
-    def set_verify_host(self, hostname):
-        """SetSessionData(EfiTlsVerifyHost); False if this TlsDxe predates it (docs/tls.md section 2.4)."""
+    def set_verify_host(self, hostname, flags=T.EFI_TLS_VERIFY_FLAG_NO_PARTIAL_WILDCARDS):
+        """SetSessionData(EfiTlsVerifyHost); False if this TlsDxe predates it (docs/tls.md section 2.4).
+        EDK2 quirk: the flags go to OpenSSL's SSL_set_hostflags as they are, and with NONE OpenSSL takes
+        partial wildcards ("f*.example.com"); bitsnet refuses them, as CPython does (docs/tls.md section 2.4)."""
         name = ctypes.create_string_buffer(hostname.encode("ascii") if not isinstance(hostname, bytes)
                                            else hostname)
         host = T.EFI_TLS_VERIFY_HOST()
-        host.Flags = T.EFI_TLS_VERIFY_FLAG_NONE
+        host.Flags = flags
         host.HostName = ctypes.cast(name, ctypes.c_char_p)
         status = self.set_session_data(T.EfiTlsVerifyHost, host)
         if status == efi.EFI_UNSUPPORTED:
@@ -328,6 +336,9 @@ class TlsSession(object):
         if kind == T.TlsContentTypeChangeCipherSpec:
             self.server_ccs = True
         elif kind == T.TlsContentTypeHandshake and not self.server_ccs:
+            if len(self.handshake_messages) + len(record) - HEADER > HANDSHAKE_MAX:
+                raise TlsFailure("protocol", "the server's handshake messages exceed %d bytes (excessive message "
+                                 "size)" % HANDSHAKE_MAX)
             self.handshake_messages += record[HEADER:]
 
     def _fail_handshake(self, status, kind, record):

@@ -25,15 +25,34 @@ except ImportError:
 
 import bitsnet.ssl  # noqa: F401  (loaded first: it imports this module at its end)
 from bitsnet import _socket as _bitsnet_socket
+from bitsnet import clock
 from bitsnet import efidefs_tls as T
 from bitsnet import tls as _tls
 
 _api = sys.modules["bitsnet.ssl"]
 
 _classes = {}  # type: dict   # socket class -> the SSLSocket class built over it
+_NO_CHECK_TIME = 0x200000  # OpenSSL's X509_V_FLAG_NO_CHECK_TIME (CPython's ssl has no name for it)
+
+
+class ServerHostnameError(ValueError, TypeError):
+    """A server_hostname the firmware cannot take as it is: with a NUL the firmware would check the
+    name cut at the NUL (CHAR8 string). CPython raises TypeError for the NUL ("encoded string
+    without null bytes") and ValueError for an empty or dotted name; this is both."""
+
+
+def _check_server_hostname(name):
+    if name is None:
+        return
+    text = name.decode("latin-1") if isinstance(name, bytes) and not isinstance(name, str) else name
+    if "\0" in text:
+        raise ServerHostnameError("server_hostname must not contain a NUL character: %r" % (name,))
+    if not text or text.startswith("."):
+        raise ServerHostnameError("server_hostname cannot be an empty string or start with a leading dot.")
 
 
 def wrap(context, sock, server_hostname, do_handshake_on_connect, suppress_ragged_eofs):
+    _check_server_hostname(server_hostname)
     if context.check_hostname and not server_hostname:
         raise ValueError("check_hostname requires server_hostname")
     base = type(sock)
@@ -54,10 +73,29 @@ class _Transport(object):
     """The raw TCP byte stream under the TLS records: the socket's own recv/send (bypassing
     the TLS methods), with non-blocking "try again" as tls.WouldBlock."""
 
-    def __init__(self, recv, send):
+    def __init__(self, recv, send, timeouts):
         self._recv, self._send = recv, send
+        self._gettimeout, self._settimeout = timeouts
+        self.deadline = None  # clock.monotonic() by which the handshake must be done, or None
 
     def recv(self, n):
+        if self.deadline is None:
+            return self._recv_once(n)
+        # The socket's timeout bounds the whole handshake, as in CPython 3.5+: a server trickling
+        # records (HelloRequest after HelloRequest) each within the timeout must not keep it going.
+        timeout = self._gettimeout()
+        remaining = self.deadline - clock.monotonic()
+        if remaining <= 0:
+            raise _bitsnet_socket.timeout("The handshake operation timed out")
+        self._settimeout(min(timeout, remaining) if timeout else remaining)
+        try:
+            return self._recv_once(n)
+        except _bitsnet_socket.timeout:
+            raise _bitsnet_socket.timeout("The handshake operation timed out")
+        finally:
+            self._settimeout(timeout)
+
+    def _recv_once(self, n):
         try:
             return self._recv(n)
         except _api.socket_error as exc:
@@ -115,13 +153,14 @@ class SSLSocket(object):
             for name in ("recv", "recvfrom", "recv_into", "recvfrom_into", "send", "sendto"):
                 self.__dict__.pop(name, None)  # 2.7's socket object put its _sock's methods here
             rawsock = sock._sock
-            transport = _Transport(rawsock.recv, rawsock.send)
+            transport = _Transport(rawsock.recv, rawsock.send, (rawsock.gettimeout, rawsock.settimeout))
         else:  # 3.x's socket.socket, or a bitsnet socket itself: take over its fd
             self = cls.__new__(cls)
             base.__init__(self, sock.family, sock.type, sock.proto, fileno=sock.detach())
             # Through a weak reference: a cycle through __del__ would never be collected on 2.7.
             owner = weakref.ref(self)
-            transport = _Transport(lambda n: base.recv(owner(), n), lambda data: base.send(owner(), data))
+            transport = _Transport(lambda n: base.recv(owner(), n), lambda data: base.send(owner(), data),
+                                   (lambda: base.gettimeout(owner()), lambda value: base.settimeout(owner(), value)))
         self._makefile_refs = 0
         self._cas_checked = self._host_checked = False  # the Python-side checks, done once a session
         self.settimeout(timeout)
@@ -202,30 +241,60 @@ class SSLSocket(object):
 
     def do_handshake(self, block=False):
         session = self._live_session()
-        self._call(session.handshake)
+        timeout = self.gettimeout()
+        deadline = clock.monotonic() + timeout if timeout else None
+        if not session.established:
+            self._transport.deadline = deadline
+        try:
+            self._call(session.handshake)
+        finally:
+            self._transport.deadline = None
         if self._context.verify_mode != _api.CERT_NONE and not self._cas_checked:
-            self._check_context_cas(session)
+            self._check_context_cas(session, deadline)
         if self._check_in_python and self._context.check_hostname and not self._host_checked:
             self._check_host_in_python(session)
 
-    def _check_context_cas(self, session):
+    def _check_context_cas(self, session, deadline):
         """EDK2 quirk (docs/tls.md section 2.3): the firmware trusts every CA given in this boot, not just
-        this context's. Where the server's chain is visible (TLS 1.2), require that it reaches one
-        of this context's CAs, as CPython's ssl would."""
-        from bitsnet import tls_x509
+        this context's. Verify the chain the server sent (readable in TLS 1.2) in Python, signature by
+        signature, up to one of this context's own CAs (bitsnet.x509verify, docs/tls.md section 2.7), as
+        CPython's ssl would; validity periods against the firmware's RTC, which the firmware's own
+        check ignores (EDK2 quirk: TlsNew sets X509_V_FLAG_NO_CHECK_TIME, docs/tls.md section 2.6)."""
+        from bitsnet import tls_x509, x509verify
         cas = self._context._cadata
         chain = tls_x509.server_certificates(bytes(session.handshake_messages))
         self._cas_checked = True
-        if not chain or (cas and tls_x509.issued_by_one_of(chain, cas)):
-            return
+        if not cas:
+            why = "this SSLContext gave the firmware no CA certificate, so the server's certificate cannot be checked"
+        elif not chain:
+            why = "the server's certificate was not readable in the handshake, so it cannot be checked against " \
+                  "this SSLContext's CAs"
+        else:
+            give_up = None if deadline is None else (lambda: clock.monotonic() > deadline)
+            # OpenSSL's X509_V_FLAG_NO_CHECK_TIME in verify_flags turns the date check off, as it
+            # would in CPython: for a board whose RTC is wrong.
+            now = None if self._context.verify_flags & _NO_CHECK_TIME else clock.rtc_utc()
+            try:
+                x509verify.verify_chain(chain, cas, now, give_up)
+                return
+            except x509verify.VerifyTimeout:
+                self._teardown()
+                raise _bitsnet_socket.timeout("The handshake operation timed out")
+            except x509verify.VerifyError as exc:
+                why = str(exc)
+            except Exception as exc:  # a certificate this reader trips over: refused, never let through
+                why = "the server's chain could not be checked (%s: %s)" % (type(exc).__name__, exc)
         self._teardown()
         cls = _api.SSLCertVerificationError if _api._PY3 else _api.SSLError
-        why = "is not from a CA of this SSLContext" if cas else \
-            "cannot be checked: this SSLContext gave the firmware no CA certificate"
-        raise _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
-                              "certificate verify failed: unable to get local issuer certificate (the server's "
-                              "certificate %s; the firmware accepted it from a CA given earlier in this boot, "
-                              "docs/tls.md section 2.3)" % why)
+        # X509_V_ERR_CERT_HAS_EXPIRED, _CERT_NOT_YET_VALID, _UNABLE_TO_GET_ISSUER_CERT_LOCALLY
+        code = 10 if "has expired" in why else 9 if "not valid yet" in why else 20
+        because = "the firmware's own check ignores validity periods, docs/tls.md section 2.6" if code != 20 else \
+            "the firmware's own check trusts every CA given in this boot, docs/tls.md section 2.3"
+        error = _api._ssl_error(cls, _api.SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
+                                "certificate verify failed: %s (checked by bitsnet: %s)" % (why, because))
+        error.verify_message = why
+        error.verify_code = code
+        raise error
 
     def _check_host_in_python(self, session):
         """EDK2 quirk: EDK2 before 2020 has no EfiTlsVerifyHost: check the name here (docs/tls.md

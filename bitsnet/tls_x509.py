@@ -6,7 +6,7 @@ EFI_TLS_PROTOCOL has no way to hand out the peer's certificate (GetSessionData h
 type, docs/tls.md section 2.5), but in TLS 1.2 the server's Certificate handshake message travels in
 clear text and bitsnet sees every record it feeds the firmware. Used for ``getpeercert()`` and
 for the host-name check on firmware whose TlsDxe has no EfiTlsVerifyHost (docs/tls.md section 2.4).
-No signature is checked here: the firmware has already verified the chain.
+No signature is checked here: bitsnet.x509verify does that, with this module's DER reader.
 """
 
 import struct
@@ -107,33 +107,6 @@ def server_certificates(handshake):
             return certs
         pos += 4 + length
     return [leaf]
-
-
-def issuer_and_subject(der):
-    """(issuer Name, subject Name) of a DER certificate, as their DER bytes; (None, None) if unreadable."""
-    try:
-        _, cstart, cend = _tlv(der, 0)
-        tbs = _children(der, cstart, cend)[0]
-        fields = _children(der, tbs[1], tbs[2])
-        if fields[0][0] == 0xA0:
-            fields = fields[1:]
-        _, istart, iend = fields[2]
-        _, sstart, send = fields[4]
-        return bytes(der[istart:iend]), bytes(der[sstart:send])
-    except (ValueError, IndexError):
-        return None, None
-
-
-def issued_by_one_of(chain, cas):
-    """Whether the server's ``chain`` (DER, leaf first) reaches one of ``cas`` (DER): one of its
-    certificates is one of them, or names one of them as its issuer (by Name; the signature is
-    the firmware's business)."""
-    subjects = set(issuer_and_subject(ca)[1] for ca in cas)
-    subjects.discard(None)
-    for cert in chain:
-        if cert in cas or issuer_and_subject(cert)[0] in subjects:
-            return True
-    return False
 
 
 def _name(data, start, end):

@@ -50,10 +50,22 @@ def run(args, cwd, timeout=None):
         subprocess.check_call([OPENSSL] + list(args), cwd=cwd, stdout=null, stderr=null, **options)
 
 
-def make_ca(d, name, subject, key_usage=True, timeout=None):
-    """A self-signed CA certificate ``NAME.pem`` (3 days) with its key ``NAME.key``."""
+# Other keys for the signature tests (test_x509verify.py, test_ssl_realbits.py): openssl req's
+# key options, and the digest each is used with.
+KEYS = {
+    "rsa2048": (["-newkey", "rsa:2048", "-nodes"], "sha256"),
+    "rsa4096": (["-newkey", "rsa:4096", "-nodes"], "sha384"),
+    "p256": (["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"], "sha256"),
+    "p384": (["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384", "-nodes"], "sha384"),
+}
+
+
+def make_ca(d, name, subject, key_usage=True, timeout=None, key=None):
+    """A self-signed CA certificate ``NAME.pem`` (3 days) with its key ``NAME.key``; ``key`` a
+    name from KEYS (default: RSA 2048, SHA-256)."""
     usage = ["-addext", "keyUsage=critical,keyCertSign,cRLSign"] if key_usage else []
-    run(["req", "-x509"] + RSA + ["-keyout", name + ".key", "-out", name + ".pem", "-days", "3",
+    options = RSA if key is None else KEYS[key][0] + ["-" + KEYS[key][1]]
+    run(["req", "-x509"] + options + ["-keyout", name + ".key", "-out", name + ".pem", "-days", "3",
                                   "-subj", subject, "-addext", "basicConstraints=critical,CA:TRUE"] + usage,
         d, timeout)
 

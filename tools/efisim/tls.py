@@ -58,7 +58,7 @@ def _engine(child, cas):
     """A TLS connection set up as the child's session data says (TlsLib's TlsNew + settings)."""
     cls = tls_engine.Engine if tls_engine.available() else tls_engine.RemoteEngine
     return cls(bool(child.verify & T.EFI_TLS_VERIFY_PEER), _VERSIONS.get(child.version), child.verify_host,
-               list(cas))
+               list(cas), child.verify_host_flags)
 
 
 class TlsChild(object):
@@ -78,6 +78,7 @@ class TlsChild(object):
         self.end = T.EfiTlsClient  # TlsServiceBindingCreateChild: client by default
         self.verify = T.EFI_TLS_VERIFY_NONE
         self.verify_host = None  # type: object
+        self.verify_host_flags = 0  # EFI_TLS_VERIFY_HOST.Flags: OpenSSL's X509_CHECK_FLAG_* (SSL_set_hostflags)
         self.engine = None  # type: object
         self.pending = b""  # the engine's output not yet handed out (the OutBio)
 
@@ -214,6 +215,7 @@ class TlsDriver(object):
             if not child.verify & T.EFI_TLS_VERIFY_PEER:
                 return S.EFI_INVALID_PARAMETER
             child.verify_host = (host.HostName or b"").decode("ascii", "replace")
+            child.verify_host_flags = flags
         elif data_type == T.EfiTlsSessionID:
             if size != 34:
                 return S.EFI_INVALID_PARAMETER

@@ -7,7 +7,7 @@ as a Python 3 helper process (``python3 tls_engine.py``), one per connection, ov
 
   request  op (1 byte) + length (4 bytes, big-endian) + payload
   reply    flags (1 byte) + length + payload
-  ops      I init (payload: repr of a dict: verify, version, hostname, cas as hex), H handshake,
+  ops      I init (payload: repr of a dict: verify, version, hostname, flags, cas as hex), H handshake,
            A alert, E encrypt, D decrypt, C close, X cipher id, V version, Q quit
   flags    1 failed, 2 finished (H); 1 failed (D)
 
@@ -24,12 +24,13 @@ import subprocess
 import sys
 
 PLAIN_MAX = 16384
+_X509_V_FLAG_PARTIAL_CHAIN, _X509_V_FLAG_NO_CHECK_TIME = 0x80000, 0x200000  # OpenSSL's x509_vfy.h
 
 
 class Engine(object):
     """One client connection (TlsLib's TLS_CONNECTION); raises nothing from the TLS itself."""
 
-    def __init__(self, verify, version, hostname, cas):
+    def __init__(self, verify, version, hostname, cas, host_flags=0):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
@@ -39,12 +40,20 @@ class Engine(object):
             others = [v for v in ("TLSv1", "TLSv1_1", "TLSv1_2", "TLSv1_3") if v != version]
             for name in others:
                 context.options |= getattr(ssl, "OP_NO_" + name, 0)
+        # EDK2 quirk: as TlsNew sets on the store (docs/tls.md section 2.6): an intermediate given as a CA
+        # ends a chain (X509_V_FLAG_PARTIAL_CHAIN), and validity periods are not checked
+        # (X509_V_FLAG_NO_CHECK_TIME); raw values, Python 3.6's ssl names neither.
+        context.verify_flags |= _X509_V_FLAG_PARTIAL_CHAIN | _X509_V_FLAG_NO_CHECK_TIME
         for der in cas:  # as PEM: DER cadata fails on older Pythons built against OpenSSL 3
             context.load_verify_locations(cadata=ssl.DER_cert_to_PEM_cert(der))
-        self.check_later = None  # Python 3.6: host name to check after the handshake (see handshake)
+        # The host name to check after the handshake (see handshake), where the host's ssl cannot
+        # check it as the firmware's OpenSSL would: Python 3.6 (no check during the handshake), and
+        # flags without NO_PARTIAL_WILDCARDS, which CPython always sets and EDK2 passes as given.
+        self.check_later = None
+        self.host_flags = host_flags
         if hostname is not None and verify:
             context.check_hostname = True
-            if not hasattr(context, "hostname_checks_common_name"):
+            if not hasattr(context, "hostname_checks_common_name") or not host_flags & _NO_PARTIAL_WILDCARDS:
                 context.check_hostname = False
                 self.check_later = hostname
         else:
@@ -68,11 +77,9 @@ class Engine(object):
         except (ssl.SSLError, ValueError):
             failed = True  # the alert OpenSSL built is in outgoing
         if self.finished and self.check_later is not None:
-            # Python 3.6 checks host names after the handshake, in Python; EDK2's OpenSSL checks
+            # Checked here after the handshake, in Python; EDK2's OpenSSL checks
             # during it and answers bad_certificate (docs/tls.md section 3.3): play that alert instead
-            try:
-                ssl.match_hostname(self.obj.getpeercert(), self.check_later)
-            except ValueError:
+            if not check_host(self.obj.getpeercert(), self.check_later, self.host_flags):
                 self.outgoing.read()
                 self.finished = False
                 return True, b"\x15\x03\x03\x00\x02\x02\x2a"
@@ -133,6 +140,57 @@ class Engine(object):
         pass
 
 
+_NO_WILDCARDS, _NO_PARTIAL_WILDCARDS, _MULTI_LABEL_WILDCARDS, _NEVER_CHECK_SUBJECT = 0x02, 0x04, 0x08, 0x20
+
+
+def _ip(text):
+    import ipaddress
+    try:
+        return ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+
+
+def _wildcard_match(pattern, hostname, flags):
+    """OpenSSL's X509_check_host for one DNS name (crypto/x509/v3_utl.c): a '*' only in the
+    left-most label, with at least two labels after it, matching within one label (several with
+    MULTI_LABEL_WILDCARDS); "f*" or "*f" partial wildcards unless NO_PARTIAL_WILDCARDS; none in
+    an IDNA ("xn--") label."""
+    pattern, hostname = pattern.lower().rstrip("."), hostname.lower().rstrip(".")
+    if "*" not in pattern or flags & _NO_WILDCARDS:
+        return pattern == hostname
+    label, _, rest = pattern.partition(".")
+    if pattern.count("*") != 1 or "*" not in label or rest.count(".") < 1 or label.startswith("xn--"):
+        return False
+    if label != "*" and flags & _NO_PARTIAL_WILDCARDS:
+        return False
+    prefix, _, suffix = label.partition("*")
+    if not hostname.endswith("." + rest):
+        return False
+    head = hostname[:-len(rest) - 1]
+    if not head or ("." in head and not flags & _MULTI_LABEL_WILDCARDS) or head.startswith("xn--"):
+        return False
+    return len(head) >= len(prefix) + len(suffix) and head.startswith(prefix) and head.endswith(suffix)
+
+
+def check_host(cert, hostname, flags):
+    """Whether ``cert`` (getpeercert()'s dict) is for ``hostname`` as the firmware's OpenSSL
+    decides with these EFI_TLS_VERIFY_FLAG_* flags (the same values as X509_CHECK_FLAG_*): an IP
+    address only against IP address entries; a name against the DNS entries, or the commonName
+    when there are none."""
+    names = cert.get("subjectAltName", ())
+    address = _ip(hostname)
+    if address is not None:
+        return any(kind == "IP Address" and _ip(value) == address for kind, value in names)
+    dns = [value for kind, value in names if kind == "DNS"]
+    if dns:
+        return any(_wildcard_match(value, hostname, flags) for value in dns)
+    if flags & _NEVER_CHECK_SUBJECT:
+        return False
+    return any(_wildcard_match(value, hostname, flags) for rdn in cert.get("subject", ()) for key, value in rdn
+               if key == "commonName")
+
+
 _VERSION_IDS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 
 
@@ -165,14 +223,14 @@ def _read_exactly(stream, n):
 class RemoteEngine(object):
     """``Engine``'s methods, run by a Python 3 helper process (for a 2.7 simulator)."""
 
-    def __init__(self, verify, version, hostname, cas):
+    def __init__(self, verify, version, hostname, cas, host_flags=0):
         python = find_python3()
         if python is None:
             raise RuntimeError("no python3 for the TLS engine helper (set BITSNET_PYTHON3)")
         self.proc = subprocess.Popen([python, os.path.abspath(__file__.replace(".pyc", ".py"))],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
         self.finished = False
-        config = {"verify": bool(verify), "version": version, "hostname": hostname,
+        config = {"verify": bool(verify), "version": version, "hostname": hostname, "flags": int(host_flags),
                   "cas": [bytearray(der).hex() if hasattr(bytearray, "hex") else _hex(der) for der in cas]}
         self._ask(b"I", repr(config).encode("ascii"))
 
@@ -246,7 +304,7 @@ def serve(stdin, stdout):
         if op == b"I":
             config = ast.literal_eval(payload.decode("ascii"))
             engine = Engine(config["verify"], config["version"], config["hostname"],
-                            [bytes.fromhex(h) for h in config["cas"]])
+                            [bytes.fromhex(h) for h in config["cas"]], config["flags"])
         elif op == b"H":
             failed, out = engine.handshake(payload)
             flags = (1 if failed else 0) | (2 if engine.finished else 0)
