@@ -46,12 +46,16 @@ Rule 5: nothing of a request is looked at beyond its head before the token: the 
     are full the oldest connection without the token (that has been read at least once) is
     dropped for a new one, so idle or slow clients (slowloris) cannot keep a real one out; an
     admitted connection has ``CLIENT_TIMEOUT`` to finish.
-Rule 6: input is bounded before it is compiled (``check_source``): line and block sizes, and an
-    estimate of the compiler's recursion (brackets, operator/attribute/call chains,
-    indentation) within ``MAX_DEPTH``, so no input can overflow BITS's 128 KiB C stack (it has
-    no guard page) or make 2.7 segfault; and BITS's compiler abort on long lines is avoided by
-    ``MAX_LINE_WEIGHT``. Any exception of the REPL's own code reaches the browser, never the
-    loop.
+Rule 6: input is bounded before it is compiled: ``check_source`` on the text (line and block
+    sizes, and an estimate of the parser's and compiler's recursion -- brackets,
+    operator/attribute/call chains, indentation, elif clauses, with items -- within
+    ``MAX_DEPTH``), then ``check_code`` on the complete block's syntax tree (the bytes and
+    lines between line-number entries and the basic blocks 2.7's compiler would make, counted
+    by ``bitsnet.webrepl_lnotab``), so no input overflows BITS's 128 KiB C stack (it has no
+    guard page), makes 2.7 segfault, or hits BITS's compiler abort on a byte 255 in a
+    line-number table. Whether a block is complete is asked of the parser alone
+    (``PyCF_ONLY_AST``): no code is generated before the checks. Any exception of the REPL's
+    own code reaches the browser, never the loop.
 
 Limits that follow: code blocked inside one C call (``time.sleep(60)``, a blocking socket
 wait, ``sum(range(10**10))``) is neither interruptible nor served until the call returns; code
@@ -93,8 +97,9 @@ import select
 
 from bitsnet import clock
 from bitsnet import console as _console
-from bitsnet.webrepl_bounds import MAX_LINE, check_source
-from bitsnet.webrepl_bounds import MAX_BLOCK, MAX_BLOCK_LINES, MAX_DEPTH, MAX_LINE_WEIGHT  # noqa: F401 (webrepl.MAX_*)
+from bitsnet.webrepl_bounds import MAX_LINE, check_code, check_source
+from bitsnet.webrepl_bounds import MAX_BLOCK, MAX_BLOCK_LINES, MAX_BLOCKS, MAX_DEPTH  # noqa: F401 (webrepl.MAX_*)
+from bitsnet.webrepl_bounds import MAX_LINE_STEP, MAX_STEP  # noqa: F401
 from bitsnet.webrepl_http import _REASONS, BadRequest, Request, host_allowed, http_response, is_decimal, parse_head
 from bitsnet.webrepl_page import PAGE
 
@@ -298,10 +303,18 @@ class ReplConsole(_console.Console):
         self.transcript.write(self.prompt() + line + "\n")
         self.buffer.append(line)
         source = "\n".join(self.buffer)
-        why = check_source(source)
+        why = check_source(source)  # before anything parses it: the parser recurses too
         if why is not None:
             return self._refuse(why)
         try:
+            # Whether the block is complete, from its syntax tree alone: 2.7's code generator
+            # (which BITS aborts in) runs only once the tree has passed check_code.
+            tree = self.compile(source, self.filename, "single", only_ast=True)
+            if tree is None:
+                return None  # more lines to come
+            why = check_code(tree)
+            if why is not None:
+                return self._refuse(why)
             compiled = self.compile(source, self.filename, "single")
         except (OverflowError, SyntaxError, ValueError):
             self.resetbuffer()
