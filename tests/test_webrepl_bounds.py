@@ -11,7 +11,7 @@ limited to 64 KiB, half of BITS's 128 KiB, so a crash ends the subprocess, not t
   is not needlessly strict).
 * "blocks" shapes (2.7's assembler and stack-depth pass recurse in C per basic block).
 
-The shapes are the review's (issue 30: 498 elif clauses, a 45-term and chain, conditional
+The shapes are the second outside review's (498 elif clauses, a 45-term and chain, conditional
 expressions, comprehension ifs, chained =) and their relatives. On Python 3 the checker reads
 3's syntax tree with 2.7's costs: the safety properties are checked there too, the exact byte
 count only on 2.7 (where the REPL in BITS runs)."""

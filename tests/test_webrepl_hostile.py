@@ -243,7 +243,7 @@ def test_inputs_that_would_overflow_the_compiler_are_refused_and_it_keeps_servin
                  "-" * 20000 + "1", "not " * 5000 + "1", "[" * 3000 + "]" * 3000, "lambda: " * 3000 + "1"):
         text = client.execute(line)
         assert "InputRefused" in text and "nothing was compiled" in text, (line[:30], text[-300:])
-    # The second review (issue 30): 498 elif clauses (they overflow BITS's 128 KiB C stack) and
+    # The second outside review: 498 elif clauses (they overflow BITS's 128 KiB C stack) and
     # a function with a 45-term and chain (a 255-byte step in its line-number table: BITS's
     # compiler aborts) were accepted and run. Both are refused as they are typed.
     client.push("if x == 0: pass")
