@@ -11,6 +11,16 @@ once; ``tcp.TcpEndpoint`` and ``udp.UdpEndpoint`` add their protocol. A subclass
 ``_closer``      its protocol's ``closer.Closer`` (stack.py), which counts the live children
 ``_consume()``   consume the completions recorded so far (run once the child is destroyed)
 ``_POLL_UNCONFIGURED``  whether Poll may go through a child that is not configured
+
+Station ports: where a socket asks for no port (connect, sendto or listen without bind, or
+bind to port 0), ``random_port`` picks one at random from ``EPHEMERAL_PORTS`` and the child is
+configured with it explicitly; a clash (EDK2 says EFI_INVALID_PARAMETER for TCP,
+EFI_ACCESS_DENIED for UDP) draws again, ``PORT_TRIES`` times, before the firmware's own choice
+is taken (StationPort 0). EDK2 hands ephemeral ports out from one sequential counter
+(docs/edk2.md sections 3.8, 4.2): a blind attacker on the LAN who sees one port knows the next
+(RFC 6056 section 1, "port randomization" is the remedy, algorithm 1 here, as Linux's bind to
+port 0 does). The range is the IANA dynamic range of RFC 6335, the one bitsnet's DNS source
+ports already use; Linux draws from 32768-60999 by default, Windows and the BSDs from this one.
 """
 
 import ctypes
@@ -21,6 +31,23 @@ from bitsnet import clock, efidefs, errors, events, ipconfig, nic, stack
 from bitsnet.endpoint import Endpoint
 
 NO_MAPPING_WAIT = 5.0  # docs/edk2.md sections 3.7/8.1 #8: retry Configure this long while the address appears
+EPHEMERAL_PORTS = (49152, 65535)  # RFC 6335's dynamic ports: where random station ports come from
+PORT_TRIES = 8  # random ports tried on a clash before the firmware's choice (StationPort 0)
+_RANDOM_BATCH = 32  # ports drawn from bitsnet.entropy at a time (the weak mix costs a stir per call)
+_random_ports = []  # type: list
+
+
+def random_port():
+    # type: () -> int
+    """A port drawn uniformly from ``EPHEMERAL_PORTS`` (bitsnet.entropy; BITS has no random)."""
+    if not _random_ports:
+        from bitsnet import entropy
+        low, high = EPHEMERAL_PORTS
+        data = bytearray(entropy.random_bytes(4 * _RANDOM_BATCH))
+        for i in range(0, len(data), 4):  # 32 bits per port: the modulo bias is below 2**-16
+            value = data[i] << 24 | data[i + 1] << 16 | data[i + 2] << 8 | data[i + 3]
+            _random_ports.append(low + value % (high - low + 1))
+    return _random_ports.pop()
 
 
 class EfiChild(Endpoint):

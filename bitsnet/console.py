@@ -28,6 +28,7 @@ import __future__
 
 PyCF_DONT_IMPLY_DEDENT = 0x200  # the tokenizer must not close an open block at the end
 PyCF_ALLOW_INCOMPLETE_INPUT = 0x4000  # 3.11+: the parser reports "incomplete input"
+PyCF_ONLY_AST = 0x400  # the syntax tree, no code (2.7 and 3; BITS has _ast built in, not ast)
 _ASK_PARSER = sys.version_info >= (3, 11)
 FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:  # what "from __future__ import" can switch on
@@ -52,19 +53,30 @@ class Compiler(object):
 
     def __init__(self):
         self.flags = PyCF_DONT_IMPLY_DEDENT | (PyCF_ALLOW_INCOMPLETE_INPUT if _ASK_PARSER else 0)
+        self.only_ast = 0
 
     def _compile(self, source, filename, symbol, incomplete_input=True):
-        flags = self.flags
+        flags = self.flags | self.only_ast
         if not incomplete_input:
             flags &= ~(PyCF_DONT_IMPLY_DEDENT | PyCF_ALLOW_INCOMPLETE_INPUT)
         # dont_inherit: this module's own __future__ imports must not leak into the user's code.
         code = compile(source, filename, symbol, flags, True)
-        self.flags |= code.co_flags & FUTURE_FLAGS
+        self.flags |= getattr(code, "co_flags", 0) & FUTURE_FLAGS
         return code
 
-    def __call__(self, source, filename="<input>", symbol="single"):
+    def __call__(self, source, filename="<input>", symbol="single", only_ast=False):
         """A code object if ``source`` is complete, None if it needs more lines; raises
-        SyntaxError (or OverflowError/ValueError for bad literals) if no more lines can help."""
+        SyntaxError (or OverflowError/ValueError for bad literals) if no more lines can help.
+        ``only_ast``: the syntax tree instead of a code object (``PyCF_ONLY_AST``: the same
+        parse, and no code generated, so nothing of 2.7's code generator runs -- what the web
+        REPL needs to check a block before BITS's compiler sees it)."""
+        self.only_ast = PyCF_ONLY_AST if only_ast else 0
+        try:
+            return self._complete(source, filename, symbol)
+        finally:
+            self.only_ast = 0
+
+    def _complete(self, source, filename, symbol):
         if _blank(source) and symbol != "eval":
             source = "pass"
         if _ASK_PARSER:

@@ -19,7 +19,11 @@ The own client: one A (or PTR) query per server in turn, ``ATTEMPTS`` rounds, ``
 seconds per try; an answer counts only if it comes from the server's port 53 with our ID and
 our question (RFC 5452); a truncated answer (TC) is rejected -- there is no DNS over TCP here --
 and the next server is tried. CNAME chains are followed within an answer and by re-querying
-the target (at most ``MAX_CNAME_DEPTH``). Positive answers are cached for their smallest TTL.
+the target (at most ``MAX_CNAME_DEPTH``), all within the time one name's query has
+(``lookup_time``: ``ATTEMPTS`` rounds of ``TIMEOUT`` per server), so a server that answers every
+link of a long chain slowly cannot stretch a lookup. Names that are not printable host names
+(a CNAME or PTR target, or an owner, with ESC, NUL, CR/LF or a dot inside a label) are dropped
+from answers by the parser. Positive answers are cached for their smallest TTL.
 
 The parser (``bitsnet.dnsmessage``) takes any byte string: every length and pointer is bounds-checked, compression
 pointers must point strictly backwards (no loops), names stay within 255 bytes; anything else
@@ -327,14 +331,21 @@ def _remember(key, value, ttl):
 
 
 # --- the own client ---------------------------------------------------------------------------------
+def lookup_time(server_list):
+    """Seconds one name may take with bitsnet's own client: ``ATTEMPTS`` rounds of ``TIMEOUT``
+    per server (README, "Names do not resolve"); a CNAME chain's re-queries share it."""
+    return ATTEMPTS * TIMEOUT * max(1, len(server_list))
+
+
 def _resolve(name, server_list, qtype=TYPE_A):
     """(Answer, ttl) for A or AAAA records, following CNAMEs, re-querying a target the answer
-    did not resolve."""
+    did not resolve, all within ``lookup_time``."""
     aliases = []
     current = name
     ttl = MAX_CACHE_TTL
+    deadline = clock.monotonic() + lookup_time(server_list)
     for _ in range(MAX_CNAME_DEPTH):
-        records, record_ttl = _query_servers(current, qtype, server_list)
+        records, record_ttl = _query_servers(current, qtype, server_list, deadline)
         ttl = min(ttl, record_ttl)
         target, addresses = follow_chain(records, current, qtype)
         if target.lower() != current.lower():
@@ -365,17 +376,22 @@ def follow_chain(records, name, qtype=TYPE_A):
     return canonical, addresses
 
 
-def _query_servers(qname, qtype, server_list):
-    """([(owner, type, ttl, value)], min ttl) from the first server that answers; raises gaierror."""
+def _query_servers(qname, qtype, server_list, deadline=None):
+    """([(owner, type, ttl, value)], min ttl) from the first server that answers; raises
+    gaierror, EAI_AGAIN at the latest at ``deadline`` (default: ``lookup_time`` from now)."""
     from bitsnet import udp  # udp imports ipconfig/nic; resolving needs it only here
     failure = EAI_AGAIN
+    if deadline is None:
+        deadline = clock.monotonic() + lookup_time(server_list)
     for _ in range(ATTEMPTS):
         for server in server_list:
+            if clock.monotonic() >= deadline:
+                raise gaierror(failure)
             ident = entropy.getrandbits(16)  # RFC 5452: unpredictable (BITS has no random)
             query = build_query(ident, qname, qtype)
             ep = _query_endpoint(udp)
             try:
-                packet = _exchange(ep, query, server, ident, qname, qtype)
+                packet = _exchange(ep, query, server, ident, qname, qtype, deadline)
             finally:
                 ep.close()
             if packet is None:
@@ -408,13 +424,16 @@ def _query_endpoint(udp):
     return ep
 
 
-def _exchange(ep, query, server, ident, qname, qtype):
-    """Send ``query`` to ``server``:53 and wait up to TIMEOUT for the matching answer."""
+def _exchange(ep, query, server, ident, qname, qtype, lookup_deadline=None):
+    """Send ``query`` to ``server``:53 and wait up to TIMEOUT (and not past the lookup's
+    deadline) for the matching answer."""
     try:
         ep.sendto(query, (server, DNS_PORT))
     except errors.error:
         return None
     deadline = clock.monotonic() + TIMEOUT
+    if lookup_deadline is not None:
+        deadline = min(deadline, lookup_deadline)
     while events.wait_until(ep.can_recv, deadline, poll=ep.progress):
         try:
             got = ep.recvfrom(65535)

@@ -51,17 +51,34 @@ def build_query(ident, qname, qtype):
                                                                                                  CLASS_IN)
 
 
-def read_name(packet, offset, budget=None):
+# What a label of a host name that reaches a caller may hold (gethostbyaddr's name, a CNAME
+# target, an alias): letters, digits, "-" (not first) and "_" (service labels). glibc's
+# resolver likewise skips a PTR or CNAME record whose name fails its res_hnok/res_dnok check.
+# Without it, answers with ESC, NUL, CR/LF or "." inside a label reached programs as names.
+_HOST_CHARS = frozenset(bytearray(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"))
+
+
+def host_label_ok(label):
+    # type: (bytes) -> bool
+    """Whether ``label`` (its bytes) belongs in a printable host name: see ``_HOST_CHARS``."""
+    data = bytearray(label)
+    return bool(data) and data[0] != 0x2D and all(b in _HOST_CHARS for b in data)
+
+
+def read_name(packet, offset, budget=None, host_name=False):
     """(name, offset after it in the original position) with compression (RFC 1035 4.1.4).
 
     ``packet`` is a bytearray. Pointers must point strictly before the label that holds them,
     so every jump goes backwards and the walk ends; the name stays within 255 bytes and
     ``MAX_NAME_JUMPS`` pointers. ``budget`` (a one-item list: labels and pointers the message
-    may still read, ``MAX_PARSE_STEPS`` at its start) is spent and checked.
+    may still read, ``MAX_PARSE_STEPS`` at its start) is spent and checked. ``host_name``: the
+    name is None unless every label passes ``host_label_ok`` (the walk still ends where it
+    would, so the caller can skip the record).
     """
     if budget is None:
         budget = [MAX_PARSE_STEPS]
     jumps = 0
+    bad = False
     labels = []
     length_total = 0
     end = None
@@ -91,13 +108,14 @@ def read_name(packet, offset, budget=None):
         if length == 0:
             if end is None:
                 end = position + 1
-            return ".".join(labels), end
+            return (None if bad else ".".join(labels)), end
         if position + 1 + length > len(packet):
             raise DnsFormatError("label runs past the end")
         length_total += length + 1
         if length_total + 1 > MAX_NAME:
             raise DnsFormatError("name longer than 255 bytes")
         label = bytes(packet[position + 1:position + 1 + length])
+        bad = bad or (host_name and not host_label_ok(label))
         labels.append(label if str is bytes else label.decode("latin-1"))  # native str on 2.7 and 3
         position += 1 + length
 
@@ -108,7 +126,9 @@ def parse_response(data, ident, qname, qtype, deadline=None):
     Raises DnsFormatError for anything else: not a response, another ID or question, broken
     lengths or names, more parsing work than ``MAX_PARSE_STEPS``, ``deadline`` (the
     ``clock.monotonic()`` time the query gives up) passed while parsing. A, AAAA and CNAME/PTR
-    records are decoded; other types are skipped; records past ``MAX_RECORDS`` are ignored.
+    records are decoded; other types are skipped; records past ``MAX_RECORDS`` are ignored, and
+    so are records whose owner, or whose CNAME/PTR target, is not a printable host name
+    (``host_label_ok``): such a name never reaches a caller.
     """
     budget = [MAX_PARSE_STEPS]
     packet = bytearray(data)
@@ -138,7 +158,7 @@ def parse_response(data, ident, qname, qtype, deadline=None):
     for count in range(min(ancount, MAX_RECORDS)):
         if deadline is not None and count % DEADLINE_EVERY == DEADLINE_EVERY - 1 and clock.monotonic() > deadline:
             raise DnsFormatError("the query's deadline passed while parsing its answer")
-        owner, offset = read_name(packet, offset, budget)
+        owner, offset = read_name(packet, offset, budget, host_name=True)
         if offset + 10 > len(packet):
             raise DnsFormatError("record header runs past the end")
         rtype, rclass, ttl, rdlength = struct.unpack("!HHLH", bytes(packet[offset:offset + 10]))
@@ -147,7 +167,7 @@ def parse_response(data, ident, qname, qtype, deadline=None):
         if rdata_end > len(packet):
             raise DnsFormatError("record data runs past the end")
         ttl = ttl if ttl < 0x80000000 else 0  # RFC 2181 8: a TTL with the top bit set means 0
-        if rclass == CLASS_IN:
+        if rclass == CLASS_IN and owner is not None:
             if rtype == TYPE_A:
                 if rdlength != 4:
                     raise DnsFormatError("A record of %d bytes" % rdlength)
@@ -157,9 +177,10 @@ def parse_response(data, ident, qname, qtype, deadline=None):
                     raise DnsFormatError("AAAA record of %d bytes" % rdlength)
                 records.append((owner, rtype, ttl, inet.format_ipv6(bytes(packet[offset:offset + 16]))))
             elif rtype in (TYPE_CNAME, TYPE_PTR):
-                target, used = read_name(packet, offset, budget)
+                target, used = read_name(packet, offset, budget, host_name=True)
                 if used > rdata_end:
                     raise DnsFormatError("name runs past its record")
-                records.append((owner, rtype, ttl, target))
+                if target is not None:
+                    records.append((owner, rtype, ttl, target))
         offset = rdata_end
     return rcode, False, records

@@ -7,7 +7,10 @@ at the first call, in this order:
   "EFI_RNG_PROTOCOL"  the firmware's RNG (UEFI "Random Number Generator Protocol", GUID
                       3152bca5-eade-433d-862e-c01cdc291f44), GetRNG with the default algorithm
   "RDRAND"            the CPU's generator, in BITS only (CPUID.1:ECX[30] through BITS's ``bits``
-                      module), run as an 31-byte machine-code stub in an EfiLoaderCode page
+                      module), run as an 31-byte machine-code stub in an EfiLoaderCode page;
+                      health-checked at set-up and at every value (a CPU whose RDRAND answers a
+                      constant with CF set is refused), and fed through a SHA-256 pool, never
+                      handed out raw -- what Linux does (docs/entropy.md)
   "os.urandom"        the operating system's, on a host with a real OS only (the simulator)
   "weak mix: ..."     none of these: a SHA-256 pool fed with what varies -- bits.rdtsc() jitter
                       around EFI calls, RuntimeServices GetTime, BootServices
@@ -40,6 +43,12 @@ from bitsnet import clock
 
 EFI_RNG_PROTOCOL_GUID = uuid.UUID("3152bca5-eade-433d-862e-c01cdc291f44")
 RDRAND_RETRIES = 10  # Intel's advice: RDRAND may report "no data" transiently; 10 tries
+# Linux's start-up test (x86_init_rdrand): 8 values, at least 5 of them different from the one
+# before, else RDRAND is not used. A CPU with the known erratum (all ones, CF set) fails it.
+RDRAND_SAMPLES = 8
+RDRAND_MIN_CHANGES = 5
+RDRAND_STUCK = (0, 0xFFFFFFFFFFFFFFFF)  # values a healthy RDRAND returns with chance 2**-63
+POOL_WORDS = 4  # RDRAND values (64 bits each) fed into the pool at least per read: 256 bits
 WEAK_SAMPLES = 32  # timing samples gathered when the weak mix is set up
 
 # RDRAND stub (x86-64; uses only RAX and RCX, volatile in both the Microsoft and the SysV ABI,
@@ -148,9 +157,38 @@ def _efi_function(address):
     return ctypes.cast(address, efi.FUNC(ret=efi.UINT64))
 
 
+class Pool(object):
+    """A SHA-256 pool: ``feed`` mixes bytes in; ``extract`` hands out blocks of SHA-256 over the
+    pool and a counter, then feeds the last block back, so what was handed out cannot be
+    derived from the pool afterwards."""
+
+    def __init__(self, label):
+        self.state = hashlib.sha256(label)
+        self.counter = 0
+
+    def feed(self, data):
+        self.state.update(data)
+
+    def extract(self, n):
+        out = []
+        while sum(len(block) for block in out) < n:
+            self.counter += 1
+            block = self.state.copy()
+            block.update(struct.pack("<Q", self.counter))
+            out.append(block.digest())
+        self.state.update(out[-1])
+        return b"".join(out)[:n]
+
+
 class Rdrand(object):
     """RDRAND through a machine-code stub; ``page`` and ``function`` are injectable (tests run
-    the same stub on a host CPU from an mmap'ed page)."""
+    the same stub on a host CPU from an mmap'ed page, or a fake CPU's values).
+
+    What Linux does with RDRAND, done here: a start-up sanity test (x86_init_rdrand: of
+    ``RDRAND_SAMPLES`` values at least ``RDRAND_MIN_CHANGES`` differ from the one before), every
+    later value checked too (equal to the one before, all zeros or all ones: RDRAND is dropped
+    and the next source takes over), and the values only ever feed a pool whose SHA-256 output
+    is what callers get: a generator that turns bad later cannot give out its raw values."""
 
     name = "RDRAND"
     strong = True
@@ -167,15 +205,31 @@ class Rdrand(object):
         ctypes.memmove(self.page, RDRAND_STUB, len(RDRAND_STUB))
         self.call = (function or _efi_function)(self.page)
         self.result = ctypes.c_uint64.from_address(self.page + RDRAND_RESULT)
-        self.read(8)
+        self.pool = Pool(b"bitsnet RDRAND pool")
+        self.previous = None
+        samples = [self._value() for _ in range(RDRAND_SAMPLES)]
+        changes = sum(1 for a, b in zip(samples, samples[1:]) if a != b)
+        if changes < RDRAND_MIN_CHANGES or any(value in RDRAND_STUCK for value in samples):
+            raise Unavailable("RDRAND failed its start-up test (%d of %d values changed; first 0x%x)"
+                              % (changes, RDRAND_SAMPLES - 1, samples[0]))
+        for value in samples:
+            self.pool.feed(struct.pack("<Q", value))
+
+    def _value(self):
+        """One raw 64-bit value (Unavailable when RDRAND reports no data ten times)."""
+        if self.call() != 1:
+            raise Unavailable("RDRAND reported no data %d times" % RDRAND_RETRIES)
+        return self.result.value
 
     def read(self, n):
-        out = []
-        for _ in range((n + 7) // 8):
-            if self.call() != 1:
-                raise Unavailable("RDRAND reported no data %d times" % RDRAND_RETRIES)
-            out.append(struct.pack("<Q", self.result.value))
-        return b"".join(out)[:n]
+        for _ in range(max(POOL_WORDS, (n + 7) // 8)):  # at least as many bits in as go out
+            value = self._value()
+            if value == self.previous or value in RDRAND_STUCK:  # the continuous test
+                raise Unavailable("RDRAND returned 0x%x %s" % (
+                    value, "twice in a row" if value == self.previous else "(stuck)"))
+            self.previous = value
+            self.pool.feed(struct.pack("<Q", value))
+        return self.pool.extract(n)
 
 
 class OsUrandom(object):
@@ -208,8 +262,7 @@ class WeakMix(object):
             self.rt = efi.system_table.RuntimeServices.contents
         except Exception:
             pass  # no EFI tables (or, in the simulator, no runtime services table)
-        self.pool = hashlib.sha256(b"bitsnet entropy pool")
-        self.counter = 0
+        self.pool = Pool(b"bitsnet entropy pool")
         for _ in range(WEAK_SAMPLES):
             self._stir()
         self.name = "weak mix: " + ", ".join(self.inputs)
@@ -227,8 +280,8 @@ class WeakMix(object):
             return
         if data is None:
             return
-        self.pool.update(struct.pack("<QQ", before & 0xFFFFFFFFFFFFFFFF, after & 0xFFFFFFFFFFFFFFFF))
-        self.pool.update(data)
+        self.pool.feed(struct.pack("<QQ", before & 0xFFFFFFFFFFFFFFFF, after & 0xFFFFFFFFFFFFFFFF))
+        self.pool.feed(data)
         if label not in self.inputs:
             self.inputs.append(label)
 
@@ -251,18 +304,11 @@ class WeakMix(object):
         self._sample("GetTime", self._get_time)
         self._sample("GetNextMonotonicCount", self._monotonic_count)
         self._sample("the clock", lambda: ("%.6f" % clock.monotonic()).encode("ascii"))
-        self.pool.update(struct.pack("<Q", id(object()) & 0xFFFFFFFFFFFFFFFF))
+        self.pool.feed(struct.pack("<Q", id(object()) & 0xFFFFFFFFFFFFFFFF))
 
     def read(self, n):
         self._stir()
-        out = []
-        while sum(len(block) for block in out) < n:
-            self.counter += 1
-            block = self.pool.copy()
-            block.update(struct.pack("<Q", self.counter))
-            out.append(block.digest())
-        self.pool.update(out[-1])  # what was handed out does not stay derivable from the pool
-        return b"".join(out)[:n]
+        return self.pool.extract(n)
 
 
 SOURCES = (RngProtocol, Rdrand, OsUrandom, WeakMix)  # the order of preference

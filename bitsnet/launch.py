@@ -134,19 +134,37 @@ def _run_code(code, filename, argv0, argv, attributes):
         _state["last_main"] = main
 
 
+def _load_failed(doing, target):
+    """Status 1 for the exception being handled, a failure to find, read, compile or import
+    what the command names, after one line on stderr: ``python: can't DOING TARGET: Type:
+    message``. Whatever the program's file holds (NUL bytes: TypeError from 2.7's compiler;
+    bytes that are not UTF-8: UnicodeDecodeError on 3; a package whose ``__init__`` raises
+    anything), nothing raises through GRUB's command: GRUB would lose the status, and BITS
+    prints a traceback of ours instead of the program's fault."""
+    etype, value = sys.exc_info()[:2]
+    lines = traceback.format_exception_only(etype, value)
+    message = lines[-1].strip() if lines else etype.__name__
+    if isinstance(value, SyntaxError) and value.lineno:  # where: its own line lacks the place
+        message = "%s (%s, line %d)" % (message, value.filename or target, value.lineno)
+    text = "python: can't %s %s: %s\n" % (doing, target, message)
+    try:
+        if not isinstance(text, str):  # 2.7 unicode from a message: BITS's console takes ASCII
+            text = text.encode("ascii", "backslashreplace")
+        sys.stderr.write(text)
+    except Exception:  # a console that cannot print it must not hide the status
+        pass
+    return 1
+
+
 def run_module(name, argv=()):
     """Run module ``name`` as ``python -m name argv...`` does; returns the exit status."""
     try:
         code, filename, loader, package = _find_code(name)
-    except ImportError as exc:
-        if not isinstance(exc, _NoModule):  # the package failed to import: show where
-            _print_traceback(0)
-        else:
-            sys.stderr.write("python: %s\n" % exc)
+    except _NoModule as exc:
+        sys.stderr.write("python: %s\n" % exc)
         return 1
-    except SyntaxError:
-        _print_traceback(0)
-        return 1
+    except Exception:  # the package's import failed, or the module's code did not compile
+        return _load_failed("run module", "'%s'" % name)
     attributes = {"__loader__": loader, "__package__": package or None}
     return _run_code(code, filename, filename or name, argv, attributes)
 
@@ -155,9 +173,8 @@ def run_source(source, filename, argv0, argv=()):
     """Compile and run ``source`` as ``__main__`` (``python -c``, ``python FILE``)."""
     try:
         code = compile(source, filename, "exec", 0, True)
-    except (SyntaxError, ValueError, OverflowError):
-        _print_traceback(0)
-        return 1
+    except Exception:  # SyntaxError; NUL bytes: ValueError (3), TypeError (2.7); OverflowError
+        return _load_failed("compile", "'%s'" % filename)
     return _run_code(code, filename, argv0, argv, {"__package__": None})
 
 
@@ -198,9 +215,8 @@ def python_command(args):
         try:
             with open(option) as f:
                 source = f.read()
-        except (IOError, OSError) as exc:
-            sys.stderr.write("python: can't open file '%s': %s\n" % (option, exc))
-            return False
+        except Exception:  # IOError; UnicodeDecodeError on 3 for a file that is not UTF-8
+            return _load_failed("open file", "'%s'" % option) == 0
         status = run_source(source, option, option, rest[1:])
     if status:
         sys.stderr.write("python: exit status %d\n" % status)

@@ -62,7 +62,7 @@ import efi
 
 from bitsnet import clock, efidefs, errors, events, family, stack
 from bitsnet.buffers import ByteQueue
-from bitsnet.child import NO_MAPPING_WAIT, EfiChild
+from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port
 from bitsnet.endpoint import StreamEndpoint
 # The speed policy lives with the pump that applies it (stack.py): set its numbers there.
 from bitsnet.stack import RECEIVE_CHUNK, STREAM_SEGMENT
@@ -278,9 +278,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 self._renew_child()
         fam = self._fam
         config = fam.tcp_config(TIME_TO_LIVE)
+        # No port asked for: a random one, not EDK2's next sequential one (child.random_port).
+        tries = PORT_TRIES if port == 0 else 0
         # IPv4: the station address is always explicit (docs/bits-efi.md section 2, docs/edk2.md section 3.7); IPv6:
         # None (all zero) lets IP6 choose the source, and is the wildcard listener (docs/edk2.md section 3.1).
-        fam.tcp_access_point(config, station, info.netmask, port, remote, active)
+        fam.tcp_access_point(config, station, info.netmask, random_port() if tries else port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
         deadline = clock.monotonic() + NO_MAPPING_WAIT
@@ -289,6 +291,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             status = self._configure_child(config, deadline)  # EFI_NO_MAPPING: retried there
             if status == efi.EFI_SUCCESS:
                 break
+            if status == efi.EFI_INVALID_PARAMETER and tries:
+                # A random port that clashes (docs/edk2.md section 3.8): another, then EDK2's own choice.
+                tries -= 1
+                config.AccessPoint.StationPort = random_port() if tries else 0
+                continue
             if status == efi.EFI_INVALID_PARAMETER and port:
                 # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER, and a
                 # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.

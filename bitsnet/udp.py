@@ -46,7 +46,7 @@ import efi
 
 from bitsnet import clock, errors, events, family, inet, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
-from bitsnet.child import NO_MAPPING_WAIT, EfiChild  # NO_MAPPING_WAIT: docs/edk2.md section 3.7
+from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port  # docs/edk2.md section 3.7
 from bitsnet.endpoint import DatagramEndpoint
 
 
@@ -116,10 +116,17 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         # IPv4: an explicit address, as tcp.py does (UseDefaultAddress may switch the NIC to
         # DHCP, docs/edk2.md section 3.7); IPv6: all zero lets IP6 choose the source (docs/edk2.md section 4.1).
         station = (info.address if fam.version == 4 else None) if wildcard else host
-        config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
-                                # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
-                                bool(self._options["reuseaddr"]))
-        status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT)  # NO_MAPPING retried
+        # No port asked for: a random one, not EDK2's next sequential one (child.random_port).
+        tries = PORT_TRIES if port == 0 else 0
+        config = fam.udp_config(station, info.netmask, random_port() if tries else port, remote, TIME_TO_LIVE,
+                                FIRMWARE_HOLD_US, bool(self._options["reuseaddr"]))  # SO_REUSEADDR: AllowDuplicatePort
+        deadline = clock.monotonic() + NO_MAPPING_WAIT
+        status = self._configure_child(config, deadline)  # NO_MAPPING retried
+        while status == efi.EFI_ACCESS_DENIED and tries:
+            # A random port that clashes (docs/edk2.md section 4.2): another, then EDK2's own choice.
+            tries -= 1
+            config.StationPort = random_port() if tries else 0
+            status = self._configure_child(config, deadline)
         if status == efi.EFI_ACCESS_DENIED:
             # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED.
             _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))

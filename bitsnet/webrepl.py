@@ -7,11 +7,12 @@ self-contained page (HTML, CSS and JavaScript inline) that behaves like the inte
 interpreter: one persistent namespace, multi-line blocks, tracebacks, history on the arrow keys,
 Ctrl-C / the Interrupt button, ``exit()`` to stop the server and return to the boot prompt.
 
-Contents: ``make_token``, ``token_source``, ``tokens_equal`` (the access check), ``Transcript`` (the console
-text), ``ReplConsole`` (``bitsnet.console.Console`` that defers running), ``ReplServer`` (the listening
-socket, driven by our own select loop), ``WebRepl`` (admission, routes, the loop), ``main``. Beside it:
-``bitsnet.webrepl_bounds`` (``check_source``, the input bounds), ``bitsnet.webrepl_http`` (the HTTP
-messages: ``parse_head``, ``Request``, ``host_allowed``) and ``bitsnet.webrepl_page`` (the page). It
+Contents: ``make_token``, ``check_token`` (a --token of one's own), ``token_source``, ``tokens_equal``
+(the access check), ``Transcript`` (the console text), ``ReplConsole`` (``bitsnet.console.Console``
+that defers running), ``ReplServer`` (the listening socket, driven by our own select loop),
+``WebRepl`` (admission, routes, the loop), ``main``. Beside it: ``bitsnet.webrepl_bounds``
+(``check_source``, the input bounds), ``bitsnet.webrepl_http`` (the HTTP messages: ``parse_head``,
+``Request``, ``host_allowed``) and ``bitsnet.webrepl_page`` (the page). It
 imports nothing BITS lacks (no ``code``, ``codeop``, ``ast``, ``io``, ``hmac``, ``random``, ``os.urandom``).
 
 Design -- how one thread serves HTTP while arbitrary user code runs
@@ -45,12 +46,16 @@ Rule 5: nothing of a request is looked at beyond its head before the token: the 
     are full the oldest connection without the token (that has been read at least once) is
     dropped for a new one, so idle or slow clients (slowloris) cannot keep a real one out; an
     admitted connection has ``CLIENT_TIMEOUT`` to finish.
-Rule 6: input is bounded before it is compiled (``check_source``): line and block sizes, and an
-    estimate of the compiler's recursion (brackets, operator/attribute/call chains,
-    indentation) within ``MAX_DEPTH``, so no input can overflow BITS's 128 KiB C stack (it has
-    no guard page) or make 2.7 segfault; and BITS's compiler abort on long lines is avoided by
-    ``MAX_LINE_WEIGHT``. Any exception of the REPL's own code reaches the browser, never the
-    loop.
+Rule 6: input is bounded before it is compiled: ``check_source`` on the text (line and block
+    sizes, and an estimate of the parser's and compiler's recursion -- brackets,
+    operator/attribute/call chains, indentation, elif clauses, with items -- within
+    ``MAX_DEPTH``), then ``check_code`` on the complete block's syntax tree (the bytes and
+    lines between line-number entries and the basic blocks 2.7's compiler would make, counted
+    by ``bitsnet.webrepl_lnotab``), so no input overflows BITS's 128 KiB C stack (it has no
+    guard page), makes 2.7 segfault, or hits BITS's compiler abort on a byte 255 in a
+    line-number table. Whether a block is complete is asked of the parser alone
+    (``PyCF_ONLY_AST``): no code is generated before the checks. Any exception of the REPL's
+    own code reaches the browser, never the loop.
 
 Limits that follow: code blocked inside one C call (``time.sleep(60)``, a blocking socket
 wait, ``sum(range(10**10))``) is neither interruptible nor served until the call returns; code
@@ -92,9 +97,10 @@ import select
 
 from bitsnet import clock
 from bitsnet import console as _console
-from bitsnet.webrepl_bounds import MAX_LINE, check_source
-from bitsnet.webrepl_bounds import MAX_BLOCK, MAX_BLOCK_LINES, MAX_DEPTH, MAX_LINE_WEIGHT  # noqa: F401 (webrepl.MAX_*)
-from bitsnet.webrepl_http import _REASONS, BadRequest, Request, host_allowed, http_response, parse_head
+from bitsnet.webrepl_bounds import MAX_LINE, check_code, check_source
+from bitsnet.webrepl_bounds import MAX_BLOCK, MAX_BLOCK_LINES, MAX_BLOCKS, MAX_DEPTH  # noqa: F401 (webrepl.MAX_*)
+from bitsnet.webrepl_bounds import MAX_LINE_STEP, MAX_STEP  # noqa: F401
+from bitsnet.webrepl_http import _REASONS, BadRequest, Request, host_allowed, http_response, is_decimal, parse_head
 from bitsnet.webrepl_page import PAGE
 
 PY2 = sys.version_info[0] == 2
@@ -110,6 +116,11 @@ _clock = clock.monotonic  # bitsnet's one clock: deadlines handed to bitsnet are
 
 DEFAULT_PORT = 8080  # the usual "second web server" port; the firmware has no other server
 TOKEN_BYTES = 16  # 128 bits: unguessable over any network a firmware console sits on
+# A --token of one's own: at least this many characters, each one of the URI's unreserved ones
+# (RFC 3986 2.3: it travels unencoded in the URL and the header). 20 random letters and digits
+# are 119 bits; ``openssl rand -hex 16`` on another machine gives 32 hex digits (128 bits).
+MIN_TOKEN_CHARS = 20
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 TICKS = 1000  # trace events between clock reads: keeps the tracer's cost to one decrement per line
 SERVICE_INTERVAL = 0.05  # s between HTTP services while code runs: polls see output within ~50 ms
 IDLE_WAIT = 0.25  # s one select waits while idle (the loop also checks deadlines this often)
@@ -165,7 +176,18 @@ def token_source():
     if entropy.strong():
         return entropy.source()
     return ("%s -- WARNING: not a strong random source; someone who can observe this machine's timing "
-            "might guess the token: pass --token for a better one" % entropy.source())
+            "might guess the token: pass --token with %d or more random characters made elsewhere, or give "
+            "the machine EFI_RNG_PROTOCOL or RDRAND (README, Security)" % (entropy.source(), MIN_TOKEN_CHARS))
+
+
+def check_token(token):
+    """None if ``token`` (given with --token) is acceptable, else why not: a short or
+    unprintable token would undo what the random one guarantees (the review: ``--token 1``)."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return "a token of at least %d characters is needed (e.g. openssl rand -hex 16)" % MIN_TOKEN_CHARS
+    if not all(c in _TOKEN_CHARS for c in token):
+        return "a token may hold only letters, digits and - . _ ~ (it travels in the URL)"
+    return None
 
 
 def _hex(data):
@@ -281,10 +303,18 @@ class ReplConsole(_console.Console):
         self.transcript.write(self.prompt() + line + "\n")
         self.buffer.append(line)
         source = "\n".join(self.buffer)
-        why = check_source(source)
+        why = check_source(source)  # before anything parses it: the parser recurses too
         if why is not None:
             return self._refuse(why)
         try:
+            # Whether the block is complete, from its syntax tree alone: 2.7's code generator
+            # (which BITS aborts in) runs only once the tree has passed check_code.
+            tree = self.compile(source, self.filename, "single", only_ast=True)
+            if tree is None:
+                return None  # more lines to come
+            why = check_code(tree)
+            if why is not None:
+                return self._refuse(why)
             compiled = self.compile(source, self.filename, "single")
         except (OverflowError, SyntaxError, ValueError):
             self.resetbuffer()
@@ -571,6 +601,9 @@ class WebRepl(object):
 
     def __init__(self, bind="", port=DEFAULT_PORT, token=None, console=None, allow_hosts=()):
         self.console = console or sys.stdout  # the firmware console, kept while runs capture
+        why = check_token(token) if token is not None else None
+        if why:
+            raise ValueError("webrepl: --token refused: " + why)
         self.token = token or make_token()
         self.token_source = "--token" if token else token_source()
         self.allow_hosts = tuple(h.lower().rstrip(".") for h in allow_hosts)
@@ -719,7 +752,7 @@ class WebRepl(object):
         if "transfer-encoding" in request.headers:
             raise BadRequest(501, "chunked bodies are not supported")
         length = request.headers.get("content-length", "0")
-        if not length.isdigit() or len(length) > 9:
+        if not is_decimal(length) or len(length) > 9:  # not isdigit(): u"\xb2" is a digit to it, not to int()
             raise BadRequest(400, "bad Content-Length")
         if int(length) > MAX_BODY:
             raise BadRequest(413, "a body larger than %d bytes" % MAX_BODY)
@@ -762,7 +795,7 @@ class WebRepl(object):
         self.session.last_seen = _clock()
         if path == "/poll" and request.command == "GET":
             since = request.param("since", "0")
-            if not since.isdigit() or len(since) > 15:
+            if not is_decimal(since) or len(since) > 15:
                 return request.reply(400, "since: a character offset (a decimal number) is expected\n")
             return self._state_reply(request, "", since=int(since))
         if path == "/push" and request.command == "POST":
@@ -860,9 +893,10 @@ USAGE = """usage: python -m bitsnet.webrepl [--port P] [--bind ADDR] [--token T]
 
 Serve a Python console for this machine's interpreter to a browser. Prints the URL to open,
 with its access token. --port: TCP port (default %d); --bind: local address (default: all);
---token: use this access token instead of a random one; --allow-host: comma-separated host
+--token: use this access token instead of a random one (%d or more letters, digits, - . _ ~;
+e.g. from openssl rand -hex 16 on another machine); --allow-host: comma-separated host
 names the browser may use besides IP addresses and localhost (others are refused: DNS rebinding).
-""" % DEFAULT_PORT
+""" % (DEFAULT_PORT, MIN_TOKEN_CHARS)
 
 
 def parse_args(argv):
@@ -883,6 +917,9 @@ def parse_args(argv):
     except ValueError:
         raise SystemExit("webrepl: --port needs a number\n" + USAGE)
     allow = tuple(name for name in options["--allow-host"].split(",") if name)
+    why = check_token(options["--token"]) if options["--token"] is not None else None
+    if why:
+        raise SystemExit("webrepl: --token refused: %s\n%s" % (why, USAGE))
     return options["--bind"], port, options["--token"], allow
 
 

@@ -34,6 +34,13 @@ def _printable(data):
     return all(0x21 <= b < 0x7f for b in bytearray(data))
 
 
+def is_decimal(text):
+    """Whether ``text`` is one or more ASCII digits: what ``int()`` is then given. Not
+    ``isdigit()``, which is true of superscripts and other scripts' digits that ``int()``
+    refuses (``Content-Length: \xb2`` raised, the review's finding)."""
+    return bool(text) and all("0" <= c <= "9" for c in text)
+
+
 def parse_head(head):
     """(method, target, version, {lower-case name: value}) from the bytes before the blank
     line, all native ``str``; BadRequest for anything but plain HTTP/1.x in origin form
@@ -127,11 +134,11 @@ def host_allowed(host, extra=()):
     attacker controls; a port forward (QEMU hostfwd, ssh -L) keeps an IP literal or localhost."""
     if host.startswith("["):
         literal, bracket, rest = host[1:].partition("]")
-        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+        if not bracket or (rest and not (rest.startswith(":") and is_decimal(rest[1:]))):
             return False
         return bool(literal) and all(c in "0123456789abcdefABCDEF:." for c in literal) and ":" in literal
     name, colon, port = host.partition(":")
-    if colon and not port.isdigit():
+    if colon and not is_decimal(port):
         return False
     name = name.lower().rstrip(".")
     if name == "localhost" or name in extra:

@@ -6,7 +6,10 @@ record of it is answered, as a recursive server does) or "PTR" (value: name; the
 in-addr.arpa name, see ``reverse_name``). Unknown names get NXDOMAIN. Behaviours per name:
 ``silent`` (never answered), ``servfail`` (rcode 2), ``truncated`` (TC bit set and the answer
 cut short), ``wrong_id`` (the answer carries another ID), ``bomb`` (``bomb_answer``: a CPU
-bomb of compression pointers, docs/testing.md section 3.9). ``queries`` records (name, qtype)
+bomb of compression pointers, docs/testing.md section 3.9), ``one_hop`` (the answer holds the
+name's own records only: a CNAME target must be asked for again), ``slow`` ({name: seconds}
+to wait before answering). A name value may be a tuple of raw label bytes (labels a text name
+cannot spell: a dot, NUL or ESC inside one). ``queries`` records (name, qtype)
 of every query received, in order. Runs in a daemon thread on 127.0.0.1 and an ephemeral port;
 use it as a context manager.
 """
@@ -16,6 +19,7 @@ from __future__ import print_function
 import socket
 import struct
 import threading
+import time
 
 HOST = "127.0.0.1"
 TYPES = {"A": 1, "CNAME": 5, "PTR": 12, "AAAA": 28}
@@ -24,6 +28,8 @@ TTL = 60
 
 def encode_name(name):
     # type: (str) -> bytes
+    if isinstance(name, tuple):  # raw labels
+        return b"".join(struct.pack("!B", len(label)) + label for label in name) + b"\x00"
     out = b""
     for label in name.strip(".").split("."):
         if label:
@@ -80,7 +86,12 @@ def bomb_answer(ident, question, rd=0x0100, chain=8000, records=3000, jumps=None
 
 
 class DnsPeer(object):
-    def __init__(self, records=None, silent=(), servfail=(), truncated=(), wrong_id=(), bomb=()):
+    one_hop = frozenset()  # type: frozenset   # (class defaults: a codec-only peer made with __new__)
+    slow = {}  # type: dict
+    def __init__(self, records=None, silent=(), servfail=(), truncated=(), wrong_id=(), bomb=(), one_hop=(),
+                 slow=None):
+        self.one_hop = set(n.lower() for n in one_hop)
+        self.slow = dict((k.lower(), v) for k, v in (slow or {}).items())
         self.bomb = set(n.lower() for n in bomb)
         self.records = dict((k.lower(), v) for k, v in (records or {}).items())
         self.silent = set(n.lower() for n in silent)
@@ -136,6 +147,8 @@ class DnsPeer(object):
             if not cnames:
                 return out
             out.append(cnames[0])
+            if name in self.one_hop or isinstance(cnames[0][2], tuple):
+                return out
             name = cnames[0][2].lower()
         return out
 
@@ -149,6 +162,8 @@ class DnsPeer(object):
         self.queries.append((name, qtype))
         if name in self.silent:
             return b""
+        if name in self.slow:
+            time.sleep(self.slow[name])
         if name in getattr(self, "bomb", ()):
             return bomb_answer(ident, question, flags & 0x0100)
         if name in self.wrong_id:
@@ -163,7 +178,7 @@ class DnsPeer(object):
         offsets = {name: 12}  # names already in the message, for compression pointers
         base = 12 + len(question)
         for owner, kind, value in records:
-            if owner in offsets:
+            if owner in offsets and not isinstance(owner, tuple):
                 answers += struct.pack("!H", 0xC000 | offsets[owner])
             else:
                 answers += encode_name(owner)
@@ -173,7 +188,8 @@ class DnsPeer(object):
                 rdata = socket.inet_pton(socket.AF_INET6, value)
             else:
                 rdata = encode_name(value)
-                offsets.setdefault(value.lower(), base + len(answers) + 10)
+                if not isinstance(value, tuple):
+                    offsets.setdefault(value.lower(), base + len(answers) + 10)
             answers += struct.pack("!HHLH", TYPES[kind], 1, TTL, len(rdata)) + rdata
         flags = 0x8080 | rd  # QR, RA
         if name in self.truncated:

@@ -11,7 +11,7 @@ import pytest
 
 import conftest
 import dnspeer
-from bitsnet import dns, errors, events
+from bitsnet import dns, dnsmessage, errors, events
 from efisim import machine as _machine
 
 pytest_plugins = ["helpers"]  # the ``net`` fixture
@@ -70,11 +70,32 @@ def test_legitimate_compressed_answers_still_parse():
     assert records[0] == (NAME, dns.TYPE_A, dnspeer.TTL, "127.0.0.66")
 
 
-@pytest.fixture
-def bomber():
+# Names the review got back through PTR and CNAME answers: ESC, NUL, CR/LF, a dot inside a label.
+BAD_LABELS = [(b"\x1b[2Jevil", b"example"), (b"a\x00b", b"example"), (b"x\r\nSet-Cookie: y", b"example"),
+              (b"inner.dot", b"example"), (b"sp ace", b"example"), (b"-lead", b"example"), (b"\xff", b"example")]
+GOOD_NAMES = ["host-1.example", "_sip._tcp.example", "9.example"]
+CHAIN = 8  # links of the slow CNAME chain, each asked for again (one_hop)
+SLOW = 0.2  # s the server waits before answering each link
+
+
+def hostile_records():
     records = {"fine.example": [("A", "127.0.0.1")], "other.example": [("A", "127.0.0.2")],
                "third.example": [("A", "127.0.0.3")]}
-    with dnspeer.DnsPeer(records, bomb=[NAME]) as running:
+    for i, labels in enumerate(BAD_LABELS):
+        records[dnspeer.reverse_name("127.0.1.%d" % i)] = [("PTR", labels)]
+        records["badcname%d.example" % i] = [("CNAME", labels)]
+    for i, name in enumerate(GOOD_NAMES):
+        records[dnspeer.reverse_name("127.0.2.%d" % i)] = [("PTR", name)]
+    for i in range(CHAIN):
+        records["link%d.example" % i] = [("CNAME", "link%d.example" % (i + 1))]
+    records["link%d.example" % CHAIN] = [("A", "127.0.0.9")]
+    return records
+
+
+@pytest.fixture
+def bomber():
+    links = ["link%d.example" % i for i in range(CHAIN + 1)]
+    with dnspeer.DnsPeer(hostile_records(), bomb=[NAME], one_hop=links, slow=dict.fromkeys(links, SLOW)) as running:
         yield running
 
 
@@ -118,3 +139,52 @@ def test_the_firmwares_dns4_asks_from_random_source_ports(net, bomber, monkeypat
     monkeypatch.setattr(dns.entropy, "randbelow", lambda n: 4321)  # the port is the entropy source's
     assert dns.resolve("third.example") == "127.0.0.3"
     assert bomber.clients[-1][1] == dns.SOURCE_PORTS[0] + 4321
+
+
+def test_names_that_are_not_printable_host_names_are_dropped_by_the_parser():
+    peer = dnspeer.DnsPeer(hostile_records())
+    try:
+        for i, labels in enumerate(BAD_LABELS):
+            for qname, qtype in ((dnspeer.reverse_name("127.0.1.%d" % i), dns.TYPE_PTR),
+                                 ("badcname%d.example" % i, dns.TYPE_A)):
+                query = dns.build_query(0x4242, qname, qtype)
+                rcode, _, records = dns.parse_response(peer.answer(query), 0x4242, qname, qtype)
+                assert rcode == 0 and records == [], (labels, records)
+        for i, name in enumerate(GOOD_NAMES):  # the positive control: ordinary names pass
+            qname = dnspeer.reverse_name("127.0.2.%d" % i)
+            answer = peer.answer(dns.build_query(7, qname, dns.TYPE_PTR))
+            assert dns.parse_response(answer, 7, qname, dns.TYPE_PTR)[2] == [(qname, dns.TYPE_PTR, dnspeer.TTL, name)]
+    finally:
+        peer.sock.close()
+    assert not dnsmessage.host_label_ok(b"") and dnsmessage.host_label_ok(b"A-z_0")
+
+
+def test_bad_ptr_and_cname_names_never_reach_the_caller(net, bomber):
+    for i in range(len(BAD_LABELS)):
+        with pytest.raises(errors.herror) as caught:
+            dns.reverse("127.0.1.%d" % i)
+        assert caught.value.args[0] == dns.HOST_NOT_FOUND
+        with pytest.raises(errors.gaierror) as caught:
+            dns.lookup("badcname%d.example" % i)
+        assert caught.value.args[0] == dns.EAI_NODATA, caught.value.args
+    assert dns.reverse("127.0.2.0") == ("host-1.example", [])
+
+
+def test_a_slow_cname_chain_keeps_to_the_lookup_time(net, bomber, monkeypatch):
+    # The review: every link of a CNAME chain answered just inside TIMEOUT, and re-queried,
+    # stretched one lookup to 15.6 s (up to MAX_CNAME_DEPTH * ATTEMPTS * TIMEOUT) against the
+    # documented ATTEMPTS * TIMEOUT per server. Scaled down: TIMEOUT 0.5 s, each link 0.2 s.
+    monkeypatch.setattr(dns, "TIMEOUT", 0.5)
+    budget = dns.ATTEMPTS * dns.TIMEOUT * len(dns.servers())  # the documented time of one name
+    assert CHAIN * SLOW > budget + 0.3  # unbounded, it would take longer
+    start = events.clock()
+    with pytest.raises(errors.gaierror) as caught:
+        dns.resolve("link0.example")
+    took = events.clock() - start
+    assert took < budget + 0.3, (took, budget)
+    assert caught.value.args[0] == dns.EAI_AGAIN  # as for a silent server: out of time
+    assert ("link3.example", dns.TYPE_A) in bomber.queries  # it did follow the chain meanwhile
+    # A shorter chain in the time still resolves (once the server is done with the abandoned one).
+    time.sleep(2 * SLOW)
+    answer = dns.lookup("link%d.example" % (CHAIN - 2))
+    assert answer.addresses == ["127.0.0.9"] and answer.name == "link%d.example" % CHAIN

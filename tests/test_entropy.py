@@ -4,6 +4,7 @@ os.urandom, the weak mix -- falling back when one fails, and the API the other m
 
 from __future__ import print_function
 
+import binascii
 import collections
 import ctypes
 import itertools
@@ -159,3 +160,62 @@ def test_dns_query_ids_come_from_entropy(monkeypatch):
         dns._query_servers("name.example", dns.TYPE_A, ["127.0.0.1"])
     assert [k for k in asked if k == 16] == [16] * dns.ATTEMPTS and seen == [0x5a5a] * dns.ATTEMPTS
     assert ports == [dns.SOURCE_PORTS[0] + 1] * dns.ATTEMPTS  # source ports from entropy too
+
+
+def fake_rdrand(values):
+    """An Rdrand whose CPU answers ``values`` (an iterator of 64-bit ints, CF always set): the
+    stub's page is a plain buffer, and the "call" stores the next value where the stub would."""
+    page = ctypes.create_string_buffer(entropy.PAGE_SIZE)
+    address = ctypes.addressof(page)
+
+    def function(at):
+        result = ctypes.c_uint64.from_address(at + entropy.RDRAND_RESULT)
+
+        def call():
+            result.value = next(values)
+            return 1
+        return call
+    source = entropy.Rdrand(has_rdrand=True, page=address, function=function)
+    source.buffer = page  # kept alive with the source
+    return source
+
+
+def test_an_rdrand_answering_a_constant_is_refused_at_start_up(net, monkeypatch):
+    # The review: a CPU whose RDRAND returns all ones with CF set (a known erratum) gave a
+    # constant token with strong() True. Linux's start-up test refuses it; so does ours.
+    for stuck in (0xFFFFFFFFFFFFFFFF, 0, 0x1234):
+        with pytest.raises(entropy.Unavailable) as caught:
+            fake_rdrand(itertools.repeat(stuck))
+        assert "start-up test" in str(caught.value)
+    # Mostly constant (fewer than RDRAND_MIN_CHANGES changes in RDRAND_SAMPLES): refused too.
+    with pytest.raises(entropy.Unavailable):
+        fake_rdrand(iter([1, 1, 1, 2, 2, 2, 3, 3] + list(range(10, 100))))
+    # In the chain as BITS runs it: RDRAND refused, the next source taken, the reason kept.
+    monkeypatch.setitem(sys.modules, "bits", fake_bits_cpu(rdrand=True))
+    monkeypatch.setattr(entropy, "_efi_executable_page", lambda: ctypes.addressof(page))
+    page = ctypes.create_string_buffer(entropy.PAGE_SIZE)
+    monkeypatch.setattr(entropy, "_efi_function", lambda at: lambda: (
+        setattr(ctypes.c_uint64.from_address(at + entropy.RDRAND_RESULT), "value", 0xFFFFFFFFFFFFFFFF) or 1))
+    entropy.reset([entropy.Rdrand, entropy.WeakMix])
+    assert entropy.source().startswith("weak mix") and not entropy.strong()
+    assert any("RDRAND failed its start-up test" in reason for reason in entropy.skipped())
+
+
+def test_rdrand_output_goes_through_the_pool_and_a_later_fault_drops_it(net):
+    counter = itertools.count(0x0123456789abcdef, 0x1111)
+    source = fake_rdrand(counter)
+    data = source.read(64)
+    assert len(data) == 64 and len(set(data[i:i + 8] for i in range(0, 64, 8))) == 8
+    # Raw RDRAND would be consecutive counter values; the pool's output is not.
+    words = [int(binascii.hexlify(data[i:i + 8][::-1]), 16) for i in range(0, 64, 8)]
+    assert all(b - a != 0x1111 for a, b in zip(words, words[1:])), words
+    entropy.reset([lambda: source, entropy.WeakMix])
+    assert entropy.source() == "RDRAND" and entropy.strong()
+    check_api()
+    # The CPU turns bad (the same value twice, or all ones): RDRAND is dropped, the next source
+    # answers, and nothing of the stuck values is handed out.
+    stuck = itertools.repeat(0xFFFFFFFFFFFFFFFF)
+    source.call = lambda: (setattr(source.result, "value", next(stuck)) or 1)
+    assert len(entropy.random_bytes(16)) == 16
+    assert entropy.source().startswith("weak mix") and not entropy.strong()
+    assert any("RDRAND returned 0xffffffffffffffff" in reason for reason in entropy.skipped())

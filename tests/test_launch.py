@@ -92,6 +92,39 @@ def test_python_command_forms(program, capsys):
     assert launch.python_command(["python", os.path.join(str(program), "nothere.py")]) is False
 
 
+def test_what_cannot_be_loaded_is_a_message_and_a_status_not_a_raise(program, capsys):
+    # The review: a package whose __init__ raises, a file with NUL bytes (2.7) and a file that is
+    # not UTF-8 (3) raised through the GRUB command instead of a message and a status.
+    bad = program.mkdir("h2b_badinit")
+    bad.join("__init__.py").write_text(u"1 / 0\n", encoding="utf-8")
+    bad.join("__main__.py").write_text(u"print('not reached')\n", encoding="utf-8")
+    sub = program.mkdir("h2b_keyinit")
+    sub.join("__init__.py").write_text(u"{}['x']\n", encoding="utf-8")
+    sub.join("mod.py").write_text(u"print('not reached')\n", encoding="utf-8")
+    program.join("h2b_nul.py").write_binary(b"print('a')\x00\nprint('b')\n")
+    program.join("h2b_latin1.py").write_binary(b"print('\xe9t\xe9')\n")
+    program.join("h2b_syntax.py").write_binary(b"x = = 1\n")
+    cases = [(["-m", "h2b_badinit"], "python: can't run module 'h2b_badinit': ZeroDivisionError"),
+             (["-m", "h2b_keyinit.mod"], "python: can't run module 'h2b_keyinit.mod': KeyError"),
+             (["-m", "h2b_nul"], "python: can't run module 'h2b_nul': "),
+             ([str(program.join("h2b_nul.py"))], "python: can't compile '%s': " % program.join("h2b_nul.py")),
+             ([str(program.join("h2b_syntax.py"))], "python: can't compile "),
+             (["-m", "h2b_syntax"], "python: can't run module 'h2b_syntax': SyntaxError")]
+    if sys.version_info[0] >= 3:  # 2.7 reads bytes and its compiler takes Latin-1 in a string
+        cases.append(([str(program.join("h2b_latin1.py"))], "python: can't open file "))
+        cases.append((["-m", "h2b_latin1"], "python: can't run module 'h2b_latin1': SyntaxError"))
+    for args, message in cases:
+        assert launch.python_command(["python"] + args) is False, args
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert lines and lines[0].startswith(message) and "Traceback" not in captured.err, (args, captured.err)
+        ran = "open file" not in message  # a file that cannot be read does not get as far as a status
+        assert lines[1:] == (["python: exit status 1"] if ran else []), (args, captured.err)
+        assert "not reached" not in captured.out
+    assert launch.python_command(["python", os.path.join(str(program), "nothere.py")]) is False
+    assert capsys.readouterr().err.startswith("python: can't open file ")
+
+
 def test_bitsnet_modules_run_through_it(capsys):
     # Their argument parsing: --help exits 0 after printing usage, a bad argument is an error.
     assert launch.run_module("bitsnet.webrepl", ["--help"]) == 1  # SystemExit(USAGE): printed, 1

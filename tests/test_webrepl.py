@@ -245,11 +245,29 @@ def test_a_weak_entropy_source_is_named_and_warned_about(monkeypatch):
 
 def test_command_line():
     assert webrepl.parse_args([]) == ("", webrepl.DEFAULT_PORT, None, ())
-    assert webrepl.parse_args(["--port", "81", "--bind=127.0.0.2", "--token", "t"]) == ("127.0.0.2", 81, "t", ())
+    token = "0123456789abcdef" * 2
+    assert webrepl.parse_args(["--port", "81", "--bind=127.0.0.2", "--token", token]) == ("127.0.0.2", 81, token, ())
     assert webrepl.parse_args(["--allow-host", "bits.lab,x.example"])[3] == ("bits.lab", "x.example")
     for bad in (["--port"], ["--port", "x"], ["--what", "1"]):
         with pytest.raises(SystemExit):
             webrepl.parse_args(bad)
+
+
+def test_short_or_unsafe_tokens_are_refused():
+    # The review: --token 1 was accepted, undoing the 128 random bits of the default one.
+    for bad in ("1", "x" * (webrepl.MIN_TOKEN_CHARS - 1), "a b" * 10, "%41" * 10, "token=" * 5, u"\xe9" * 30):
+        with pytest.raises(SystemExit) as caught:
+            webrepl.parse_args(["--token", bad])
+        assert "--token refused" in str(caught.value), bad
+        with pytest.raises(ValueError):
+            webrepl.WebRepl("127.0.0.1", 0, bad)
+    good = "x" * webrepl.MIN_TOKEN_CHARS
+    assert webrepl.parse_args(["--token", good])[2] == good
+    run = webrepl.WebRepl("127.0.0.1", 0, good)
+    try:
+        assert run.token == good and run.token_source == "--token"
+    finally:
+        run.server.server_close()
 
 
 class HostRun(WebReplRun):
