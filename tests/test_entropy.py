@@ -143,7 +143,7 @@ def test_dns_query_ids_come_from_entropy(monkeypatch):
     asked = []
     monkeypatch.setattr(entropy, "getrandbits", lambda k: asked.append(k) or (0x5a5a if k == 16 else 1))
     seen = []
-    monkeypatch.setattr(dns, "_exchange", lambda ep, query, server, ident, q, t: seen.append(ident))
+    monkeypatch.setattr(dns, "_exchange", lambda ep, query, server, ident, q, t, deadline=None: seen.append(ident))
 
     ports = []
 
