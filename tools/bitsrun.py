@@ -610,11 +610,11 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     mode, target = chosen[0]
     if mode == "script":
         target = os.path.abspath(target)
+    if nic not in qemu_vm.NICS:
+        raise ImageError("unknown NIC %r: one of %s" % (nic, ", ".join(qemu_vm.NIC_NAMES)))
     problem = unavailable(image, install)
     if problem:
         raise ImageError(problem)
-    if nic not in qemu_vm.NICS:
-        raise ImageError("unknown NIC %r: one of %s" % (nic, ", ".join(qemu_vm.NIC_NAMES)))
     try:  # before the namespace: a first use fetches the firmware from Debian's archive
         firmware = ovmf_catalogue.resolve(ovmf, install=True)
     except ovmf_catalogue.FirmwareError as exc:

@@ -1,0 +1,193 @@
+"""bitsnet in real BITS on every OVMF generation and NIC driver (docs/testing.md section 6).
+
+The full real-BITS set (tests/test_real_bits.py, test_ssl_realbits.py, test_webrepl_realbits.py)
+boots the machine's own OVMF (Debian 12's 2022.11) with virtio-net.  Here each other cell of the
+matrix -- EDK2 2020.11, 2022.11, 2025.02 and 2026.08 from tools/ovmf.py's catalogue, times the
+virtio-net and e1000 NICs (and rtl8139 once), with virtio-rng-pci where the generation needs an
+RNG -- gets one boot of tests/scripts/fwmatrix_scenarios.py, and four tests read it:
+
+* the selftest against tools/lab.py passes (DHCP, DNS, TCP and UDP echo, HTTP download, a
+  listening socket reached from the host); on a generation without TCP6 exactly its two IPv6
+  checks skip, saying so;
+* HTTPS through the firmware's TlsDxe: a download with its sha256 (the negotiated cipher is
+  recorded: 2026.08's TLS offers ECDHE, the older ones do not);
+* a BaseHTTPServer in the firmware answers ``curl`` on the host three times;
+* IPv6: a TCP echo to the namespace's ::1 (slirp's fec0::2), or, on a generation built without
+  TCP6 (2020.11), ``socket(AF_INET6)`` failing with EAFNOSUPPORT -- the expected result there.
+
+And one boot without an RNG on 2025.02: no network stack at all (EDK2 since 2024 starts MNP and
+everything above it only with an EFI_RNG_PROTOCOL, docs/edk2.md section 10), so the selftest's
+first check fails.
+
+Marker ``realbits`` and ``fwmatrix`` (tools/check runs these in their own step, pytest-fwmatrix).
+The firmware is fetched from Debian's archive on first use (tools/ovmf.py), into ~/.cache/bitsnet.
+Boot times and the negotiated ciphers go to build/bitsrun/fwmatrix.txt and the output (``-s``).
+"""
+
+from __future__ import print_function
+
+import hashlib
+import os
+import re
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import bitsrun  # noqa: E402
+import ovmf  # noqa: E402
+import peers  # noqa: E402
+import test_real_bits  # noqa: E402
+import test_ssl_realbits  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "tests", "scripts", "fwmatrix_scenarios.py")
+SECTIONS = ["selftest", "https", "http_server", "ipv6"]
+SIZE = 1024 * 1024
+BOOT_TIMEOUT = 400
+FIGURES = os.path.join(ROOT, "build", "bitsrun", "fwmatrix.txt")
+
+# (generation, NIC).  2022.11 with virtio-net is the full real-BITS set's machine (not repeated
+# here); every generation runs on virtio-net (OVMF's usual NIC) and e1000 (a different iPXE
+# driver), rtl8139 once.  The RNG goes with the generation (ovmf.Generation.needs_rng).
+MATRIX = [
+    ("2020.11", "virtio-net"), ("2020.11", "e1000"),
+    ("2022.11", "e1000"), ("2022.11", "rtl8139"),
+    ("2025.02", "virtio-net"), ("2025.02", "e1000"),
+    ("2026.08", "virtio-net"), ("2026.08", "e1000"),
+]
+
+
+def _why_not():
+    return test_ssl_realbits.REASON or test_real_bits.REASON
+
+
+REASON = _why_not()
+pytestmark = [pytest.mark.realbits, pytest.mark.fwmatrix,
+              pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+
+def _cell_id(cell):
+    generation, nic = cell
+    return "%s-%s%s" % (generation, nic, "-rng" if ovmf.BY_NAME[generation].needs_rng else "")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("fwmatrix-pki"))
+    test_ssl_realbits._make_pki(d)
+    payload = peers.pattern(SIZE, seed=29)
+    return d, payload
+
+
+_RUNS = {}  # type: dict
+
+
+def _boot(cell, pki):
+    """One boot of the scenario script on ``cell`` (cached: four tests read it)."""
+    if cell in _RUNS:
+        return _RUNS[cell]
+    generation, nic = cell
+    d, payload = pki
+    https_setup = test_ssl_realbits._peers_in_namespace(d, payload)
+
+    def setup():
+        ports = test_real_bits._peers()
+        ports.update(https_setup())
+        return ports
+    args = ["--lab", "{lab}", "--echo", "{lab_echo}", "--host6", bitsrun.GUEST_HOST6, "--plain", "{plain}",
+            "--https", "{https}", "--size", str(SIZE)] + SECTIONS
+    started = time.time()
+    result = bitsrun.run(script=SCRIPT, args=args, lab=True, setup=setup, hostfwd=[8000],
+                         on_line=test_real_bits._battery_hook, timeout=BOOT_TIMEOUT, ovmf=generation, nic=nic,
+                         rng=ovmf.BY_NAME[generation].needs_rng)
+    print("\n".join(result.output))
+    sections = test_real_bits.sections_of(result.output)
+    run = (result, sections, dict(v for _, v in result.hooks), hashlib.sha256(payload).hexdigest())
+    _RUNS[cell] = run
+    _figures(cell, result, sections, time.time() - started)
+    return run
+
+
+def _figures(cell, result, sections, wall):
+    """Boot time (QEMU start to the program's first line), the selftest's and the whole run's."""
+    first = result.times[0] if result.times else 0.0
+    marks = dict((line, at) for line, at in zip(result.output, result.times) if line.startswith("== "))
+    selftest = marks.get("== selftest PASS", marks.get("== selftest FAIL", 0.0)) - marks.get("== selftest", 0.0)
+    cipher = [line.split("cipher=")[1] for line in sections.get("https", (None, []))[1] if "cipher=" in line]
+    verdicts = " ".join("%s=%s" % (name, (sections.get(name) or ("missing",))[0]) for name in SECTIONS)
+    text = "fwmatrix %s OVMF %s: boot %.1f s, selftest %.1f s, run %.1f s (wall %.1f s), cipher %s; %s" % (
+        _cell_id(cell), result.firmware.version if result.firmware else "?", first, selftest, result.seconds,
+        wall, cipher[0] if cipher else "-", verdicts)
+    directory = os.path.dirname(FIGURES)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    with open(FIGURES, "a") as handle:
+        handle.write("%s %s\n" % (time.strftime("%Y-%m-%d %H:%M"), text))
+    print(text)
+
+
+@pytest.fixture(params=MATRIX, ids=_cell_id)
+def cell_run(request, pki):
+    return request.param, _boot(request.param, pki)
+
+
+def _section(run, name):
+    result, sections = run[0], run[1]
+    assert result.status is not None, "BITS gave no exit line:\n" + "\n".join(result.console[-30:])
+    assert name in sections, "no section %s in:\n%s" % (name, result.text)
+    verdict, lines = sections[name]
+    assert verdict == "PASS", "%s: %s\n%s" % (name, verdict, "\n".join(lines))
+    return lines
+
+
+def test_selftest(cell_run):
+    cell, run = cell_run
+    lines = _section(run, "selftest")
+    summary = [line for line in lines if re.match(r"^\d+ passed, \d+ failed", line)]
+    assert summary, lines
+    skipped = [line for line in lines if re.search(r"\. SKIP \d", line)]
+    if ovmf.BY_NAME[cell[0]].has_tcp6:
+        assert re.match(r"^\d+ passed, 0 failed$", summary[-1]), lines
+    else:  # exactly the two IPv6 checks, each saying why
+        assert re.match(r"^\d+ passed, 0 failed, 2 skipped$", summary[-1]), lines
+        assert [line.split(" .")[0].strip() for line in skipped] == ["6 IPv6 address", "11 TCP echo over IPv6"]
+        assert "the firmware has no TCP6" in "\n".join(lines)
+
+
+def test_https(cell_run):
+    _, run = cell_run
+    lines = _section(run, "https")
+    assert "https bytes=%d" % SIZE in " ".join(lines)
+    assert "https sha256=%s" % run[3] in lines
+    assert [line for line in lines if line.startswith("https version=TLSv1.2 cipher=")], lines
+
+
+def test_http_server(cell_run):
+    _, run = cell_run
+    lines = _section(run, "http_server")
+    assert "http_server served=3" in lines
+    assert run[2].get("http") == ["hello from firmware /%d" % i for i in range(3)], run[0].hooks
+
+
+def test_ipv6_echo_or_eafnosupport(cell_run):
+    cell, run = cell_run
+    lines = _section(run, "ipv6")
+    if ovmf.BY_NAME[cell[0]].has_tcp6:
+        assert "ipv6 echoed=True bytes=1900" in lines, lines
+    else:  # the generation was built without TCP6: the expected answer, not a failure
+        assert "ipv6 errno=EAFNOSUPPORT" in lines, lines
+        assert [line for line in lines if "no EFI TCP6" in line], lines
+
+
+def test_no_rng_no_network_stack():
+    """EDK2 2025.02 without an RNG device: the NIC is there, nothing binds above it."""
+    result = bitsrun.run(module="bitsnet.selftest", args=["--peer", "{lab}"], lab=True, timeout=BOOT_TIMEOUT,
+                         ovmf="2025.02", nic="virtio-net", rng=False)
+    print("\n".join(result.output))
+    assert result.status not in (None, 0), result.output
+    first = [line for line in result.output if re.search(r"\. (FAIL|PASS|SKIP) \d", line)][0]
+    assert re.match(r"^ *1 firmware network protocols \.+ FAIL", first), result.output
+    assert not [line for line in result.output if re.match(r"^ *4 IPv4 address \.+ PASS", line)], result.output
