@@ -9,7 +9,10 @@ Sections (each prints ``== NAME`` first, ``NAME key=value`` lines, and ``== NAME
                 echo, HTTP download, a listening socket reached from the host
   https         the CA from PLAIN/ca.pem, then urllib2 GET HTTPS/data.bin (SIZE bytes) through the
                 firmware's TLS: bytes, sha256, the negotiated version and cipher
-  http_server   a BaseHTTPServer on port 8000 answers 3 requests from the host (hostfwd)
+  http_server   a BaseHTTPServer on port 8000 answers requests from the host (hostfwd) until
+                the host asks for /done: the answers before it have all arrived by then (a
+                close() finishes in the background, and a program that ends at once would power
+                the machine off under the last answer)
   ipv6          TCP echo to [HOST6]:ECHO over IPv6; where the firmware has no TCP6 the socket call
                 must fail with EAFNOSUPPORT (``ipv6 errno=EAFNOSUPPORT``), which the host side
                 expects for such a generation
@@ -71,8 +74,11 @@ def section_https(opts):
 def section_http_server(opts):
     import BaseHTTPServer
 
+    paths = []
+
     class Hello(BaseHTTPServer.BaseHTTPRequestHandler):
         def do_GET(self):
+            paths.append(self.path)
             body = "hello from firmware %s\n" % self.path
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -88,12 +94,14 @@ def section_http_server(opts):
     try:
         print("ready http %d" % HTTP_PORT)
         sys.stdout.flush()
-        for _ in range(CLIENTS):
+        while "/done" not in paths and len(paths) <= CLIENTS:
             server.handle_request()
             served += 1
     finally:
         server.server_close()
-    print("http_server served=%d" % served)
+    print("http_server served=%d paths=%s" % (served, ",".join(paths)))
+    if paths[-1:] != ["/done"]:
+        raise AssertionError("the host never asked for /done")
 
 
 def section_ipv6(opts):
