@@ -125,3 +125,27 @@ def test_bitsrun_command_line_passes_machine_options_through():
     with pytest.raises(bitsrun.ImageError) as raised:  # before anything is looked for or booted
         bitsrun.run(code="pass", nic="ne2k")
     assert "virtio-net, e1000, rtl8139" in str(raised.value)
+
+
+# --- CI on a fresh machine: the BITS build's Debian packages (tools/bits_build.py) -------------------
+def test_bits_build_installs_the_packages_of_missing_tools(monkeypatch):
+    import bits_build
+    installed = set(["gcc", "make", "objcopy"])
+    calls = []
+
+    def which(name):
+        return "/usr/bin/" + name if name in installed or name not in dict(bits_build.BUILD_TOOLS) else None
+
+    def apt_install(packages, tool="qemu_vm"):
+        calls.append(list(packages))
+        installed.update(t for t, p in bits_build.BUILD_TOOLS if p in packages)
+        return 0
+    monkeypatch.setattr(bits_build, "_which", which)
+    monkeypatch.setattr(bits_build, "find_python2", lambda: "/usr/bin/python2.7")
+    monkeypatch.setattr(qemu_vm, "apt_install", apt_install)
+    with pytest.raises(bits_build.MissingDependency):  # not allowed to install: says what to install
+        bits_build.ensure_dependencies(install=False)
+    assert calls == []
+    assert bits_build.ensure_dependencies(install=True) == "/usr/bin/python2.7"
+    assert calls == [sorted(set(p for t, p in bits_build.BUILD_TOOLS if t not in ("gcc", "make", "objcopy")))]
+    assert "build-essential" not in calls[0] and "bison" in calls[0]
