@@ -592,7 +592,7 @@ def _call_hook(on_line, text, hooks):
 
 def run(script=None, module=None, code=None, args=(), image=None, stock=False, lab=False,
         timeout=DEFAULT_TIMEOUT, hostfwd=(), on_line=None, setup=None, restore_timer=None,
-        keep=None, echo=None, install=False, as_is=False, ovmf=None, nic="virtio-net", rng=False):
+        keep=None, echo=None, install=False, as_is=False, ovmf=None, nic=None, rng=None):
     """Boot BITS with the program and return its Result (see the module docstring).
 
     Exactly one of ``script`` (a host path), ``module``, ``code``.  ``restore_timer``: None means
@@ -602,8 +602,12 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     build/bitsrun, removed).  ``echo``: None, "output" or "console" (print
     as it arrives).  ``install``: apt-get missing Debian packages (as root).  ``ovmf``: the
     firmware (None: the machine's own; a tools/ovmf.py NAME, fetched on first use; "CODE,VARS";
-    or an ovmf.Firmware), ``nic``: a qemu_vm.NICS name, ``rng``: add virtio-rng-pci.
+    or an ovmf.Firmware), ``nic``: a qemu_vm.NICS name, ``rng``: add virtio-rng-pci.  Left
+    None, these three come from $BITSNET_OVMF, $BITSNET_NIC and $BITSNET_RNG ("1"), else the
+    machine's own OVMF, virtio-net, no RNG: so every real-BITS test can run on another machine
+    (``BITSNET_OVMF=2026.08 BITSNET_RNG=1 pytest -m realbits``, docs/testing.md section 6).
     """
+    ovmf, nic, rng = machine_defaults(ovmf, nic, rng)
     chosen = [(m, t) for m, t in (("script", script), ("module", module), ("code", code)) if t is not None]
     if len(chosen) != 1:
         raise ValueError("give exactly one of script, module, code")
@@ -640,6 +644,17 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def machine_defaults(ovmf=None, nic=None, rng=None):
+    """(ovmf, nic, rng) with what was left None taken from the environment (see ``run``)."""
+    if ovmf is None:
+        ovmf = os.environ.get("BITSNET_OVMF") or None
+    if nic is None:
+        nic = os.environ.get("BITSNET_NIC") or "virtio-net"
+    if rng is None:
+        rng = os.environ.get("BITSNET_RNG") == "1"
+    return ovmf, nic, bool(rng)
 
 
 def unavailable(image=None, install=False):
@@ -699,15 +714,17 @@ def main(argv=None):
     parser.add_argument("--keep", help="keep the ESP tree, image and NV store in this directory")
     parser.add_argument("--no-install", action="store_true", help="never apt-get install")
     parser.add_argument("--ovmf", metavar="NAME|CODE,VARS", help="the firmware: %s (fetched on first use) or a "
-                        "CODE,VARS pair (default: the machine's own ovmf package)" % ", ".join(ovmf_catalogue.NAMES))
-    parser.add_argument("--nic", default="virtio-net", choices=qemu_vm.NIC_NAMES,
-                        help="the NIC model (default virtio-net; the others run iPXE's option ROM)")
+                        "CODE,VARS pair (default: $BITSNET_OVMF, else the machine's own ovmf package)"
+                        % ", ".join(ovmf_catalogue.NAMES))
+    parser.add_argument("--nic", choices=qemu_vm.NIC_NAMES,
+                        help="the NIC model (default $BITSNET_NIC, else virtio-net; the others run iPXE's option ROM)")
     rng = parser.add_mutually_exclusive_group()
-    rng.add_argument("--rng", dest="rng", action="store_true", default=False,
+    rng.add_argument("--rng", dest="rng", action="store_true", default=None,
                      help="add a virtio-rng-pci device (EDK2 since 2024 needs an RNG for its network stack)")
-    rng.add_argument("--no-rng", dest="rng", action="store_false", help="no RNG device (the default)")
+    rng.add_argument("--no-rng", dest="rng", action="store_false", help="no RNG device (default unless $BITSNET_RNG=1)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the whole console, not only the program")
     args = parser.parse_args(options)
+    args.ovmf, args.nic, args.rng = machine_defaults(args.ovmf, args.nic, args.rng)
     if program is None:
         parser.error("give a SCRIPT, -m MODULE or -c CODE")
     kind, target = program
