@@ -304,8 +304,9 @@ def _fetch(generation, say):
         _apt(["apt-get", "-q"] + options + ["update"], state)
         _apt(["apt-get", "-q"] + options + ["download", generation.package], state, cwd=download)
     except FirmwareError as exc:
-        raise FirmwareError("%s\n(the archive %s was taken from the apt sources; set %s to a Debian archive "
-                            "that has %s)" % (exc, uri, MIRROR_ENV, generation.suite))
+        origin = "$" + MIRROR_ENV if os.environ.get(MIRROR_ENV) else "the apt sources"
+        raise FirmwareError("%s\n(the archive %s came from %s; set %s to a Debian archive that has %s)"
+                            % (exc, uri, origin, MIRROR_ENV, generation.suite))
     debs = [f for f in os.listdir(download) if f.endswith(".deb")]
     if len(debs) != 1:
         raise FirmwareError("apt-get download %s gave %r" % (generation.package, debs))
