@@ -9,6 +9,7 @@ RNG -- gets one boot of tests/scripts/fwmatrix_scenarios.py, and four tests read
 * the selftest against tools/lab.py passes (DHCP, DNS, TCP and UDP echo, HTTP download, a
   listening socket reached from the host); on a generation without TCP6 exactly its two IPv6
   checks skip, saying so;
+* bitsnet.netconsole mirrors five printed lines to a UDP receiver on the host, each intact;
 * HTTPS through the firmware's TlsDxe: a download with its sha256 (the negotiated cipher is
   recorded: 2026.08's TLS offers ECDHE, the older ones do not);
 * a BaseHTTPServer in the firmware answers ``curl`` on the host three times (then /done, so that
@@ -30,7 +31,9 @@ from __future__ import print_function
 import hashlib
 import os
 import re
+import socket
 import sys
+import threading
 import time
 
 import pytest
@@ -45,7 +48,8 @@ import test_real_bits  # noqa: E402
 import test_ssl_realbits  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "fwmatrix_scenarios.py")
-SECTIONS = ["selftest", "https", "http_server", "ipv6"]
+SECTIONS = ["selftest", "netconsole", "https", "http_server", "ipv6"]
+NETCONSOLE_PORT = 6666
 SIZE = 1024 * 1024
 BOOT_TIMEOUT = 400
 FIGURES = os.path.join(ROOT, "build", "bitsrun", "fwmatrix.txt")
@@ -86,9 +90,39 @@ def pki(tmp_path_factory):
 _RUNS = {}  # type: dict
 
 
+_RECEIVED = []  # type: list
+
+
+def _netconsole_receiver():
+    """setup() part: a UDP receiver on the namespace's loopback (10.0.2.2 to the guest)."""
+    del _RECEIVED[:]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", NETCONSOLE_PORT))
+    sock.settimeout(0.2)
+
+    def receive():
+        while True:
+            try:
+                _RECEIVED.append(sock.recv(2048).decode("ascii", "replace"))
+            except socket.timeout:
+                continue
+            except (OSError, socket.error):
+                return
+    thread = threading.Thread(target=receive)
+    thread.daemon = True
+    thread.start()
+    return {"netconsole": str(NETCONSOLE_PORT)}
+
+
 def _hook(line):
-    """The host's side of http_server: three requests, then /done (whose answer may be cut short
-    by the power-off that follows the program; the three before it must be whole)."""
+    """The host's side: the netconsole lines as received (waited for up to 20 s); http_server's
+    three requests, then /done (whose answer may be cut short by the power-off that follows the
+    program; the three before it must be whole)."""
+    if line == "netconsole done":
+        deadline = time.time() + 20
+        while time.time() < deadline and len([d for d in _RECEIVED if d.startswith("netconsole line 5")]) < 1:
+            time.sleep(0.1)
+        return ("netconsole", list(_RECEIVED))
     if not line.startswith("ready http "):
         return None
     url = "http://127.0.0.1:%d/" % int(line.split()[2])
@@ -111,9 +145,10 @@ def _boot(cell, pki):
     def setup():
         ports = test_real_bits._peers()
         ports.update(https_setup())
+        ports.update(_netconsole_receiver())
         return ports
     args = ["--lab", "{lab}", "--echo", "{lab_echo}", "--host6", bitsrun.GUEST_HOST6, "--plain", "{plain}",
-            "--https", "{https}", "--size", str(SIZE)] + SECTIONS
+            "--https", "{https}", "--size", str(SIZE), "--netconsole", "{netconsole}"] + SECTIONS
     started = time.time()
     result = bitsrun.run(script=SCRIPT, args=args, lab=True, setup=setup, hostfwd=[8000],
                          on_line=_hook, timeout=BOOT_TIMEOUT, ovmf=generation, nic=nic,
@@ -173,6 +208,14 @@ def test_selftest(cell_run):
         names = [re.sub(r"^ *\d+ ", "", line.split(" .")[0]) for line in skipped]
         assert names == ["IPv6 address", "TCP echo over IPv6"], lines
         assert "the firmware has no TCP6" in "\n".join(lines)
+
+
+def test_netconsole(cell_run):
+    _, run = cell_run
+    lines = _section(run, "netconsole")
+    assert "netconsole line 5 of 5" in lines
+    received = run[2].get("netconsole")
+    assert received == ["netconsole line %d of 5\n" % i for i in range(1, 6)], (received, lines)
 
 
 def test_https(cell_run):

@@ -1,12 +1,13 @@
 """The compact scenario set tests/test_fwmatrix.py runs in real BITS on each firmware generation and NIC.
 
     fwmatrix_scenarios.py --lab HOST:PORT --echo PORT --host6 ADDR --plain URL --https URL --size N
-                          SECTION...
+                          --netconsole PORT SECTION...
 
 Sections (each prints ``== NAME`` first, ``NAME key=value`` lines, and ``== NAME PASS`` or
 ``== NAME FAIL reason`` last, as tests/scripts/real_bits_battery.py does):
   selftest      python -m bitsnet.selftest --peer LAB: firmware protocols, DHCP, DNS, TCP and UDP
                 echo, HTTP download, a listening socket reached from the host
+  netconsole    bitsnet.netconsole mirrors five lines to the host's UDP receiver at HOST:NETCONSOLE
   https         the CA from PLAIN/ca.pem, then urllib2 GET HTTPS/data.bin (SIZE bytes) through the
                 firmware's TLS: bytes, sha256, the negotiated version and cipher
   http_server   a BaseHTTPServer on port 8000 answers requests from the host (hostfwd) until
@@ -38,6 +39,22 @@ def section_selftest(opts):
     print("selftest status=%s" % status)
     if status:
         raise AssertionError("the selftest failed")
+
+
+def section_netconsole(opts):
+    from bitsnet import netconsole
+    host = opts["lab"].split(":")[0]
+    console = netconsole.start(host, opts["netconsole"])
+    try:
+        for i in range(5):
+            print("netconsole line %d of 5" % (i + 1))
+    finally:
+        netconsole.stop()
+    stats = console.stats()
+    print("netconsole stats %s" % " ".join("%s=%s" % kv for kv in sorted(stats.items())
+                                           if not isinstance(kv[1], dict)))
+    print("netconsole done")
+    sys.stdout.flush()
 
 
 def section_https(opts):
@@ -135,7 +152,7 @@ def section_ipv6(opts):
 
 def parse(argv):
     opts = {"sections": []}
-    numbers = ("echo", "size")
+    numbers = ("echo", "size", "netconsole")
     i = 0
     while i < len(argv):
         word = argv[i]
