@@ -3,8 +3,9 @@
 The full real-BITS set (tests/test_real_bits.py, test_ssl_realbits.py, test_webrepl_realbits.py)
 boots the machine's own OVMF (Debian 12's 2022.11) with virtio-net.  Here each other cell of the
 matrix -- EDK2 2020.11, 2022.11, 2025.02 and 2026.08 from tools/ovmf.py's catalogue, times the
-virtio-net and e1000 NICs (and rtl8139 once), with virtio-rng-pci where the generation needs an
-RNG -- gets one boot of tests/scripts/fwmatrix_scenarios.py, and four tests read it:
+virtio-net and e1000 NICs (and rtl8139 and OVMF's own VirtioNetDxe once), with virtio-rng-pci
+where the generation needs an RNG -- gets one boot of tests/scripts/fwmatrix_scenarios.py, and
+five tests read it:
 
 * the selftest against tools/lab.py passes (DHCP, DNS, TCP and UDP echo, HTTP download, a
   listening socket reached from the host); on a generation without TCP6 exactly its two IPv6
@@ -56,12 +57,13 @@ FIGURES = os.path.join(ROOT, "build", "bitsrun", "fwmatrix.txt")
 
 # (generation, NIC).  2022.11 with virtio-net is the full real-BITS set's machine (not repeated
 # here); every generation runs on virtio-net (OVMF's usual NIC) and e1000 (a different iPXE
-# driver), rtl8139 once.  The RNG goes with the generation (ovmf.Generation.needs_rng).
+# driver), rtl8139 once, and virtio-net without iPXE's ROM (OVMF's own VirtioNetDxe) once.
+# The RNG goes with the generation (ovmf.Generation.needs_rng).
 MATRIX = [
     ("2020.11", "virtio-net"), ("2020.11", "e1000"),
     ("2022.11", "e1000"), ("2022.11", "rtl8139"),
     ("2025.02", "virtio-net"), ("2025.02", "e1000"),
-    ("2026.08", "virtio-net"), ("2026.08", "e1000"),
+    ("2026.08", "virtio-net"), ("2026.08", "e1000"), ("2026.08", "virtio-net-dxe"),
 ]
 
 

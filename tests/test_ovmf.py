@@ -106,6 +106,7 @@ def test_qemu_command_takes_firmware_nic_and_rng(tmp_path):
     plain = " ".join(qemu_vm.qemu_command("disk.img", "vars.fd"))
     assert "virtio-net-pci,netdev=n0,bootindex=2" in plain and "rng" not in plain
     assert "-device rtl8139,netdev=n0" in " ".join(qemu_vm.qemu_command("d", "v", nic="rtl8139"))
+    assert "-device virtio-net-pci,romfile=,netdev=n0" in " ".join(qemu_vm.qemu_command("d", "v", nic="virtio-net-dxe"))
     with pytest.raises(ValueError):
         qemu_vm.qemu_command("d", "v", nic="ne2k")
 
@@ -124,7 +125,7 @@ def test_bitsrun_command_line_passes_machine_options_through():
     assert options == ["--ovmf", "2025.02", "--nic", "e1000", "--rng"] and program == ("-c", "x") and rest == ["a"]
     with pytest.raises(bitsrun.ImageError) as raised:  # before anything is looked for or booted
         bitsrun.run(code="pass", nic="ne2k")
-    assert "virtio-net, e1000, rtl8139" in str(raised.value)
+    assert "virtio-net, e1000, rtl8139, virtio-net-dxe" in str(raised.value)
 
 
 # --- CI on a fresh machine: the BITS build's Debian packages (tools/bits_build.py) -------------------

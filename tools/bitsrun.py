@@ -2,7 +2,7 @@
 
     python3 tools/bitsrun.py [--image PATH] [--stock | --as-is] [--lab] [--timeout S] [--hostfwd PORT ...]
                              [--restore-timer | --no-restore-timer] [--keep DIR] [-v]
-                             [--ovmf NAME|CODE,VARS] [--nic virtio-net|e1000|rtl8139] [--rng | --no-rng]
+                             [--ovmf NAME|CODE,VARS] [--nic NIC] [--rng | --no-rng]
                              (SCRIPT | -m MODULE | -c CODE) [ARGS ...]
 
 What it does:

@@ -14,8 +14,8 @@ QEMU        ``qemu_command(...)``: q35 with TCG (KVM does not work for OVMF here
             read-only as pflash unit 0 and a private copy of the NV store as unit 1 (``fresh_vars``;
             ``firmware``: a tools/ovmf.py Firmware, default the machine's own OVMF), the disk on
             virtio-blk with bootindex 1, the NIC with bootindex 2 (without one OVMF may leave it
-            unconnected; ``nic``: one of ``NICS``, each driven through the iPXE option ROM QEMU
-            loads from ipxe-qemu), ``rng``: a virtio-rng-pci
+            unconnected; ``nic``: one of ``NICS``, driven through the iPXE option ROM QEMU
+            loads from ipxe-qemu, or by OVMF's VirtioNetDxe alone), ``rng``: a virtio-rng-pci
             device (EDK2 since 2024 starts no network stack without an RNG, docs/edk2.md section
             10), user-mode networking: the guest is 10.0.2.15 by DHCP,
             10.0.2.2 is the namespace's loopback, ``hostfwd`` ports reach listeners in the guest.
@@ -47,11 +47,13 @@ PACKAGE_FILES = {
 }
 NETNS_ENV = "QEMU_VM_NETNS"  # set to "1" in a process that runs inside the namespace
 MOUNTNS_ENV = "QEMU_VM_MOUNTNS"  # "1": and in a mount namespace of its own (in_new_namespace)
-# --nic NAME -> QEMU's device model.  For each QEMU loads iPXE's EFI option ROM from ipxe-qemu
-# (efi-virtio.rom, efi-e1000.rom, efi-rtl8139.rom), which OVMF runs and which provides the Simple
-# Network Protocol (docs/edk2.md sections 9, 10); for virtio-net OVMF also has its own VirtioNetDxe.
-NICS = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139"}
-NIC_NAMES = ["virtio-net", "e1000", "rtl8139"]
+# --nic NAME -> QEMU's device model.  For the first three QEMU loads iPXE's EFI option ROM from
+# ipxe-qemu (efi-virtio.rom, efi-e1000.rom, efi-rtl8139.rom), which OVMF runs and which provides
+# the Simple Network Protocol (docs/edk2.md sections 9, 10); virtio-net-dxe is virtio-net without
+# that ROM, so that OVMF's own VirtioNetDxe is the only driver for it.
+NICS = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139",
+        "virtio-net-dxe": "virtio-net-pci,romfile="}
+NIC_NAMES = ["virtio-net", "e1000", "rtl8139", "virtio-net-dxe"]
 GUEST_HOST = "10.0.2.2"  # the namespace's loopback as the guest sees it (slirp's host alias)
 GUEST_SELF = "10.0.2.15"  # the address slirp's DHCP gives the guest
 _clock = getattr(time, "monotonic", time.time)
