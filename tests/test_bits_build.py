@@ -16,7 +16,9 @@ to bitsnet):
   still reaches its socket intact.
 
 Marker ``realbits`` (tools/check runs this file in its own step). Skips, with the reason, where the
-sources, the build tools, QEMU/OVMF or user namespaces are missing.
+sources, the build tools, QEMU/OVMF or user namespaces are missing; with FWTEST_INSTALL=1
+(tools/check sets it) and root, the build tools' Debian packages (bits_build.DEBIAN_PACKAGES,
+those that are missing) are installed first.
 """
 
 from __future__ import print_function
@@ -58,8 +60,8 @@ def _image_or_reason():
     if os.environ.get("BITSNET_BITS_BUILD") != "1" and not bits_build.work_ready(SOURCE):
         return None, ("no BITS image built for this bitsnet: run `python3 tools/bits_build.py %s --out "
                       "build/bits.img` or set BITSNET_BITS_BUILD=1 (about 4 minutes)" % SOURCE)
-    try:
-        bits_build.check_dependencies()
+    try:  # CI on a fresh machine (FWTEST_INSTALL=1, as root): apt-get the build's packages first
+        bits_build.ensure_dependencies(install=os.environ.get("FWTEST_INSTALL") == "1")
     except bits_build.MissingDependency as exc:
         return None, str(exc)
     return bits_build.build(SOURCE, jobs=2), None

@@ -248,6 +248,20 @@ def check_dependencies():
     return python2
 
 
+def ensure_dependencies(install=False):
+    """check_dependencies(), after ``apt-get install`` of the Debian packages that hold the missing
+    tools when ``install`` (as root or with password-less sudo: CI on a fresh machine)."""
+    try:
+        return check_dependencies()
+    except MissingDependency:
+        missing = sorted(set(package for tool, package in BUILD_TOOLS if not _which(tool)))
+        if not install or not missing or not _which("apt-get"):
+            raise
+    import qemu_vm  # tools/ is on sys.path wherever bits_build is imported
+    qemu_vm.apt_install(missing, tool="bits_build")
+    return check_dependencies()
+
+
 # ------------------------------------------------------------------------------ the inputs
 class Source(object):
     """SOURCE (a tree or a tarball), its content key, and how to copy it."""

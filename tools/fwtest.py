@@ -1,7 +1,7 @@
 """Replay the fwtest scenarios on real OVMF in QEMU and on the simulator, and compare the traces.
 
     python3 tools/fwtest.py [--sim-only | --qemu-only] [--scenario GLOB ...] [--keep DIR] [--no-install]
-                            [--ovmf NAME|CODE,VARS] [--nic virtio-net|e1000|rtl8139] [--rng | --no-rng]
+                            [--ovmf NAME|CODE,VARS] [--nic NIC] [--rng | --no-rng]
 
 What it does (docs/simulator.md section 6):
   1. makes sure the Debian packages are there (qemu-system-x86, ovmf, ipxe-qemu, gnu-efi, mtools;

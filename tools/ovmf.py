@@ -297,11 +297,16 @@ def _fetch(generation, say):
         pass  # no package is installed, as far as this apt knows
     options = _apt_options(state)
     say("ovmf: fetching OVMF %s (%s from %s %s)" % (generation.name, generation.package, generation.suite, uri))
-    _apt(["apt-get", "-q"] + options + ["update"], state)
     download = os.path.join(state, "download")
     for stale in os.listdir(download):
         os.remove(os.path.join(download, stale))
-    _apt(["apt-get", "-q"] + options + ["download", generation.package], state, cwd=download)
+    try:  # apt-get update only warns when the archive cannot be reached; the download then fails
+        _apt(["apt-get", "-q"] + options + ["update"], state)
+        _apt(["apt-get", "-q"] + options + ["download", generation.package], state, cwd=download)
+    except FirmwareError as exc:
+        origin = "$" + MIRROR_ENV if os.environ.get(MIRROR_ENV) else "the apt sources"
+        raise FirmwareError("%s\n(the archive %s came from %s; set %s to a Debian archive that has %s)"
+                            % (exc, uri, origin, MIRROR_ENV, generation.suite))
     debs = [f for f in os.listdir(download) if f.endswith(".deb")]
     if len(debs) != 1:
         raise FirmwareError("apt-get download %s gave %r" % (generation.package, debs))

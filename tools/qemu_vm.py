@@ -14,8 +14,8 @@ QEMU        ``qemu_command(...)``: q35 with TCG (KVM does not work for OVMF here
             read-only as pflash unit 0 and a private copy of the NV store as unit 1 (``fresh_vars``;
             ``firmware``: a tools/ovmf.py Firmware, default the machine's own OVMF), the disk on
             virtio-blk with bootindex 1, the NIC with bootindex 2 (without one OVMF may leave it
-            unconnected; ``nic``: one of ``NICS``, virtio-net driven by OVMF's own VirtioNetDxe,
-            the others by the iPXE option ROM QEMU loads from ipxe-qemu), ``rng``: a virtio-rng-pci
+            unconnected; ``nic``: one of ``NICS``, driven through the iPXE option ROM QEMU
+            loads from ipxe-qemu, or by OVMF's VirtioNetDxe alone), ``rng``: a virtio-rng-pci
             device (EDK2 since 2024 starts no network stack without an RNG, docs/edk2.md section
             10), user-mode networking: the guest is 10.0.2.15 by DHCP,
             10.0.2.2 is the namespace's loopback, ``hostfwd`` ports reach listeners in the guest.
@@ -49,11 +49,13 @@ PACKAGE_FILES = {
 }
 NETNS_ENV = "QEMU_VM_NETNS"  # set to "1" in a process that runs inside the namespace
 MOUNTNS_ENV = "QEMU_VM_MOUNTNS"  # "1": and in a mount namespace of its own (in_new_namespace)
-# --nic NAME -> QEMU's device model.  virtio-net: OVMF's VirtioNetDxe; e1000 and rtl8139: the
-# UNDI driver in iPXE's EFI option ROM (ipxe-qemu's efi-e1000.rom, efi-rtl8139.rom), which
-# QEMU loads for the device and OVMF runs (docs/edk2.md section 10).
-NICS = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139"}
-NIC_NAMES = ["virtio-net", "e1000", "rtl8139"]
+# --nic NAME -> QEMU's device model.  For the first three QEMU loads iPXE's EFI option ROM from
+# ipxe-qemu (efi-virtio.rom, efi-e1000.rom, efi-rtl8139.rom), which OVMF runs and which provides
+# the Simple Network Protocol (docs/edk2.md sections 9, 10); virtio-net-dxe is virtio-net without
+# that ROM, so that OVMF's own VirtioNetDxe is the only driver for it.
+NICS = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139",
+        "virtio-net-dxe": "virtio-net-pci,romfile="}
+NIC_NAMES = ["virtio-net", "e1000", "rtl8139", "virtio-net-dxe"]
 GUEST_HOST = "10.0.2.2"  # the namespace's loopback as the guest sees it (slirp's host alias)
 GUEST_SELF = "10.0.2.15"  # the address slirp's DHCP gives the guest
 _clock = getattr(time, "monotonic", time.time)
@@ -81,17 +83,27 @@ def ensure_packages(packages, install=True, tool="qemu_vm"):
     if not install or which("apt-get") is None:
         print("%s: missing Debian packages: %s (apt-get install %s)" % (tool, ", ".join(missing), " ".join(missing)))
         return False
-    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    print("%s: installing %s" % (tool, " ".join(missing)))
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    command = prefix + ["apt-get", "install", "-y", "--no-install-recommends"] + missing
-    if subprocess.call(command, env=env) != 0:
-        subprocess.call(prefix + ["apt-get", "update"], env=env)
-        subprocess.call(command, env=env)
+    apt_install(missing, tool)
     missing = missing_packages(packages)
     if missing:
         print("%s: still missing: %s" % (tool, ", ".join(missing)))
     return not missing
+
+
+def apt_install(packages, tool="qemu_vm"):
+    """``apt-get install`` ``packages`` as root (or with password-less sudo), ``apt-get update``
+    and once more if that fails (a fresh machine's package lists may be missing or stale); the
+    exit status."""
+    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    print("%s: installing %s" % (tool, " ".join(packages)))
+    sys.stdout.flush()
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    command = prefix + ["apt-get", "install", "-y", "--no-install-recommends"] + list(packages)
+    status = subprocess.call(command, env=env)
+    if status != 0:
+        subprocess.call(prefix + ["apt-get", "update"], env=env)
+        status = subprocess.call(command, env=env)
+    return status
 
 
 # ------------------------------------------------------------------------------------------ namespace
