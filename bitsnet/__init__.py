@@ -30,12 +30,15 @@ __version__ = "0.1.0"
 # ``__bitsnet_keep__ = True`` at the top of the package (see install()).
 _KEEP_PREFIXES = ("bitsnet", "efi", "_efi", "_bitsnet_trampoline", "sys", "builtins",
                   "__builtin__", "__main__", "os", "io", "_io", "importlib", "encodings", "codecs",
-                  "threading", "subprocess", "multiprocessing", "concurrent", "logging", "ssl", "_ssl",
+                  "threading", "subprocess", "multiprocessing", "concurrent", "logging", "_ssl",
                   "runpy", "ctypes", "warnings", "weakref", "gc", "site", "abc", "types", "functools",
                   "collections", "enum", "errno", "signal")
+# ``ssl`` is not kept: one imported before install() builds its SSLSocket on the C socket class,
+# so it is rebuilt on bitsnet's like any other module on top of ``socket`` (the C ``_ssl`` stays).
 # Always replaced (if imported): the modules whose whole job is sockets.
 _SOCKET_MODULES = ("socket", "selectors")
 _RETIRED = []  # type: list   # modules taken out of sys.modules by install(), kept alive
+_HOST_SOCKET = []  # type: list   # the interpreter's C _socket, if it had one (bitsnet.hostssl's socket pairs)
 
 
 def _kept(name):
@@ -118,6 +121,8 @@ def install():
         if "_ssl" not in sys.modules:
             sys.modules["_ssl"] = None  # type: ignore[assignment]
     replaced = dict((name, sys.modules.get(name)) for name in ("_socket", "select") + _SOCKET_MODULES)
+    if getattr(replaced["_socket"], "CAPI", None) is not None:
+        _HOST_SOCKET[:] = [replaced["_socket"]]
     doomed = _dependants(replaced)
     for name in list(replaced) + list(doomed):
         module = sys.modules.pop(name, None)
@@ -143,14 +148,20 @@ def install():
 
 def _install_ssl():
     """``ssl`` is bitsnet.ssl (TLS through the firmware's EFI_TLS_PROTOCOL, docs/tls.md) where
-    the interpreter has none -- BITS, or the simulator's model of it; a host keeps its own."""
+    the interpreter has none -- BITS, or the simulator's model of it. An interpreter with its own
+    (a host) keeps it, taught to wrap bitsnet sockets (bitsnet.hostssl): HTTPS works through
+    bitsnet either way."""
     if getattr(sys.modules.get("ssl"), "__name__", None) == "bitsnet.ssl":
         return
     try:
-        import ssl  # noqa: F401  (judged as the program's import under the simulator's BITS model)
-        return
+        import ssl  # (judged as the program's import under the simulator's BITS model)
     except ImportError:
-        pass
+        ssl = None
+    if ssl is not None:
+        if _HOST_SOCKET and getattr(ssl, "SSLContext", None) is not None:
+            from bitsnet import hostssl
+            hostssl.patch(ssl, _HOST_SOCKET[0])
+        return
     from bitsnet import ssl as bitsnet_ssl
     if sys.modules.get("ssl") is not None:
         _RETIRED.append(sys.modules["ssl"])
