@@ -375,7 +375,8 @@ def _inet6_address(address, who):
     literal = _inet.ipv6_literal(host)
     if literal is not None:
         return literal, port
-    return _netdb.getaddrinfo(host, port, AF_INET6)[0][4][0], port
+    # As bytes: an address's name takes no IDNA step in getaddrinfo (host_text made its own).
+    return _netdb.getaddrinfo(host.encode("ascii") if str is not bytes else host, port, AF_INET6)[0][4][0], port
 
 
 def _sockaddr(family, address, who):
