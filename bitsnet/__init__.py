@@ -143,7 +143,24 @@ def install():
     if sys.version_info[0] == 2:  # makefile()/urllib2 reads that copy each byte once (its docstring)
         from bitsnet import fileobject
         fileobject.install()
+    _complete_os()
     _install_ssl()
+
+
+def _complete_os():
+    """BITS quirk: BITS's ``os`` has no ``unlink`` (docs/bits-environment.md section 4), and
+    Python 2's ``urllib.URLopener.__init__`` keeps ``os.unlink`` (to delete the temporary files
+    ``urlretrieve`` makes), so ``urllib.urlopen`` failed before it connected. ``os`` gets an
+    ``unlink`` that raises ENOSYS: GRUB's file systems delete nothing."""
+    import os
+    if hasattr(os, "unlink"):
+        return
+
+    def unlink(path):
+        """unlink(path): GRUB cannot delete files; always OSError(ENOSYS) (added by bitsnet)."""
+        import errno
+        raise OSError(errno.ENOSYS, "Function not implemented (GRUB deletes no files)", path)
+    os.unlink = unlink
 
 
 def _install_ssl():

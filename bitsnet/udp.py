@@ -57,6 +57,7 @@ MAX_TRANSMITS = 8  # Transmit tokens in flight; EDK2 completes them as soon as M
 FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queued longer than this
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
 TIME_TO_LIVE = 64
+ICMP_POLL_INTERVAL = 0.001  # seconds: how often a connected send() lets an ICMP error arrive first
 OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
 
 # The stack-wide state (stack.py), under the names this module has always used for it.
@@ -96,6 +97,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         self._error = 0
         self._user_closed = False
         self._close_deadline = None
+        self._icmp_polled = 0.0  # when send() last let the firmware run for an ICMP error
 
     def __repr__(self):
         return "<UdpEndpoint local=%r remote=%r queued=%d dropped=%d>" % (
@@ -298,6 +300,16 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         """Queue one datagram to ``address`` (None: the connected peer). Returns len(data), or
         None when MAX_TRANSMITS are in flight (would block)."""
         self._check_open()
+        if address is None and self._remote is not None and self._rx_op is not None:
+            # docs/edk2.md section 4.2: an ICMP error about an earlier datagram reaches us only as
+            # the status of the posted Receive, and only when the firmware runs -- in BITS nothing
+            # runs it between a program's calls (no timer, docs/bits-environment.md section 7).
+            # Linux fails the next send of a connected socket with it: let the firmware run
+            # first, at most every ICMP_POLL_INTERVAL, so a send loop does not Poll per datagram.
+            now = clock.monotonic()
+            if now - self._icmp_polled >= ICMP_POLL_INTERVAL:
+                self._icmp_polled = now
+                self.progress()
         self._update()
         if self._error:
             err, self._error = self._error, 0

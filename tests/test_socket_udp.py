@@ -90,3 +90,49 @@ def test_broadcast_needs_so_broadcast_and_send_needs_a_peer(net):  # noqa: F811
         assert info.value.errno == errno.EDESTADDRREQ
     finally:
         s.close()
+
+
+def _icmp_story(m, port):
+    """What a connected and an unconnected UDP socket of module ``m`` see after sending to a
+    closed port: the outcome of each call, in order."""
+    import time
+
+    def outcome(call):
+        try:
+            call()
+            return "ok"
+        except m.timeout:
+            return "timeout"
+        except m.error as exc:
+            return errno.errorcode.get(exc.args[0], exc.args[0])
+    story = []
+    s = m.socket(m.AF_INET, m.SOCK_DGRAM)
+    u = m.socket(m.AF_INET, m.SOCK_DGRAM)
+    try:
+        s.settimeout(0.5)
+        s.connect(("127.0.0.1", port))
+        for _ in range(3):
+            story.append(outcome(lambda: s.send(b"x")))
+            time.sleep(0.2)  # the ICMP port unreachable comes back meanwhile
+        story.append(outcome(lambda: s.recv(10)))
+        story.append(outcome(lambda: s.getsockopt(m.SOL_SOCKET, m.SO_ERROR)))
+        for _ in range(2):
+            story.append(outcome(lambda: u.sendto(b"x", ("127.0.0.1", port))))
+            time.sleep(0.2)
+    finally:
+        s.close()
+        u.close()
+    return story
+
+
+def test_icmp_port_unreachable_as_linux_gives_it(net):  # noqa: F811
+    # docs/edk2.md section 4.2: EDK2 reports the ICMP error as the next Receive token's status;
+    # bitsnet makes it Linux's ECONNREFUSED on the next send/recv of a connected socket, and
+    # ignores it on an unconnected one (Linux without IP_RECVERR).
+    closed = host.socket(host.AF_INET, host.SOCK_DGRAM)
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    ours, linux = _icmp_story(bs, port), _icmp_story(host, port)
+    assert ours == linux, "bitsnet %r, Linux %r" % (ours, linux)
+    assert linux[:2] == ["ok", "ECONNREFUSED"], linux
