@@ -58,7 +58,7 @@ FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queue
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
 TIME_TO_LIVE = 64
 ICMP_POLL_INTERVAL = 0.001  # seconds: how often a connected send() lets an ICMP error arrive first
-OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
+OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos")
 
 # The stack-wide state (stack.py), under the names this module has always used for it.
 _closer = stack.udp_closer
@@ -85,7 +85,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def __init__(self, fam=None):
         EfiChild.__init__(self, fam or family.INET)
         self._info = None  # the Ip4Info the child was configured with
-        self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM}
+        self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM,
+                         "ttl": TIME_TO_LIVE, "tos": 0}
         self._configured = False
         self._local = None  # type: tuple   # (host as bound, port)
         self._station = None  # the address the child is configured with
@@ -118,9 +119,9 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         # IPv4: an explicit address, as tcp.py does (UseDefaultAddress may switch the NIC to
         # DHCP, docs/edk2.md section 3.7); IPv6: all zero lets IP6 choose the source (docs/edk2.md section 4.1).
         station = (info.address if fam.version == 4 else None) if wildcard else host
-        config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
+        config = fam.udp_config(station, info.netmask, port, remote, self._options["ttl"], FIRMWARE_HOLD_US,
                                 # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
-                                bool(self._options["reuseaddr"]))
+                                bool(self._options["reuseaddr"]), self._options["tos"])
         status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT)  # NO_MAPPING retried
         if status == efi.EFI_ACCESS_DENIED:
             # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED.
@@ -492,9 +493,24 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             value = max(1, int(value))
             if name == "rcvbuf":
                 self._rx.max_bytes = value
+        elif name in ("ttl", "tos"):
+            value = int(value)  # TimeToLive/HopLimit, TypeOfService/TrafficClass
         else:
             value = bool(value)
+        changed = self._options[name] != value
         self._options[name] = value
+        if changed and name in ("ttl", "tos") and self._configured and self._local is not None:
+            self._reconfigure_header()
+
+    def _reconfigure_header(self):
+        """Configure again, with only TimeToLive/TypeOfService (UDP6: HopLimit/TrafficClass)
+        changed: EDK2 takes that on a configured instance without Configure(NULL), the posted
+        Receive and queued datagrams kept (docs/edk2.md section 4.2), so IP_TTL and IP_TOS apply
+        at once, as on Linux."""
+        config = self._fam.udp_config(self._station, self._info.netmask, self._local[1], self._remote,
+                                      self._options["ttl"], FIRMWARE_HOLD_US, bool(self._options["reuseaddr"]),
+                                      self._options["tos"])
+        errors.raise_for_status(self._call("Configure", ctypes.byref(config)), "udp-setsockopt")
 
     def get_option(self, name):
         return self._options[name]
