@@ -500,7 +500,10 @@ class Udp4Stack(CompletingDriver):
 
     def icmp_error(self, host_port, destination, dport, status):
         """Udp4IcmpHandler: store the error on the first instance that sent the quoted datagram
-        (ports swapped) and report it through a receive token (docs/edk2.md section 4.2)."""
+        (ports swapped) and report it through a receive token (docs/edk2.md section 4.2). EDK2
+        compares a RemoteAddress with the ICMP message's sender; on the loopback wire a port
+        unreachable comes from the peer host itself, so the quoted ``destination`` stands for the
+        sender (Python 2.7 has no recvmsg to read SO_EE_OFFENDER from the error queue)."""
         ports = getattr(self.nic, "dns_ports", {})
         if destination is not None and ports.get(destination) == dport and dport != 53:
             dport = 53
