@@ -30,12 +30,15 @@ __version__ = "0.1.0"
 # ``__bitsnet_keep__ = True`` at the top of the package (see install()).
 _KEEP_PREFIXES = ("bitsnet", "efi", "_efi", "_bitsnet_trampoline", "sys", "builtins",
                   "__builtin__", "__main__", "os", "io", "_io", "importlib", "encodings", "codecs",
-                  "threading", "subprocess", "multiprocessing", "concurrent", "logging", "ssl", "_ssl",
+                  "threading", "subprocess", "multiprocessing", "concurrent", "logging", "_ssl",
                   "runpy", "ctypes", "warnings", "weakref", "gc", "site", "abc", "types", "functools",
                   "collections", "enum", "errno", "signal")
+# ``ssl`` is not kept: one imported before install() builds its SSLSocket on the C socket class,
+# so it is rebuilt on bitsnet's like any other module on top of ``socket`` (the C ``_ssl`` stays).
 # Always replaced (if imported): the modules whose whole job is sockets.
 _SOCKET_MODULES = ("socket", "selectors")
 _RETIRED = []  # type: list   # modules taken out of sys.modules by install(), kept alive
+_HOST_SOCKET = []  # type: list   # the interpreter's C _socket, if it had one (bitsnet.hostssl's socket pairs)
 
 
 def _kept(name):
@@ -118,6 +121,8 @@ def install():
         if "_ssl" not in sys.modules:
             sys.modules["_ssl"] = None  # type: ignore[assignment]
     replaced = dict((name, sys.modules.get(name)) for name in ("_socket", "select") + _SOCKET_MODULES)
+    if getattr(replaced["_socket"], "CAPI", None) is not None:
+        _HOST_SOCKET[:] = [replaced["_socket"]]
     doomed = _dependants(replaced)
     for name in list(replaced) + list(doomed):
         module = sys.modules.pop(name, None)
@@ -138,19 +143,42 @@ def install():
     if sys.version_info[0] == 2:  # makefile()/urllib2 reads that copy each byte once (its docstring)
         from bitsnet import fileobject
         fileobject.install()
+    _complete_os()
     _install_ssl()
+
+
+def _complete_os():
+    """BITS quirk: BITS's ``os`` has no ``unlink`` (docs/bits-environment.md section 4), and
+    Python 2's ``urllib.URLopener.__init__`` keeps ``os.unlink`` (to delete the temporary files
+    ``urlretrieve`` makes), so ``urllib.urlopen`` failed before it connected. ``os`` gets an
+    ``unlink`` that raises ENOSYS: GRUB's file systems delete nothing."""
+    import os
+    if hasattr(os, "unlink"):
+        return
+
+    def unlink(path):
+        """unlink(path): GRUB cannot delete files; always OSError(ENOSYS) (added by bitsnet)."""
+        import errno
+        raise OSError(errno.ENOSYS, "Function not implemented (GRUB deletes no files)", path)
+    os.unlink = unlink
 
 
 def _install_ssl():
     """``ssl`` is bitsnet.ssl (TLS through the firmware's EFI_TLS_PROTOCOL, docs/tls.md) where
-    the interpreter has none -- BITS, or the simulator's model of it; a host keeps its own."""
+    the interpreter has none -- BITS, or the simulator's model of it. An interpreter with its own
+    (a host) keeps it, taught to wrap bitsnet sockets (bitsnet.hostssl): HTTPS works through
+    bitsnet either way."""
     if getattr(sys.modules.get("ssl"), "__name__", None) == "bitsnet.ssl":
         return
     try:
-        import ssl  # noqa: F401  (judged as the program's import under the simulator's BITS model)
-        return
+        import ssl  # (judged as the program's import under the simulator's BITS model)
     except ImportError:
-        pass
+        ssl = None
+    if ssl is not None:
+        if _HOST_SOCKET and getattr(ssl, "SSLContext", None) is not None:
+            from bitsnet import hostssl
+            hostssl.patch(ssl, _HOST_SOCKET[0])
+        return
     from bitsnet import ssl as bitsnet_ssl
     if sys.modules.get("ssl") is not None:
         _RETIRED.append(sys.modules["ssl"])

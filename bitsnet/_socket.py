@@ -79,6 +79,7 @@ from bitsnet import socketpair as _socketpair
 
 from bitsnet.constants import *  # noqa: F401,F403   # AF_*, SOCK_*, SO_*, MSG_*, AI_*, NI_*...: Linux's values
 from bitsnet.constants import AF_INET, AF_INET6, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY
+from bitsnet.constants import IPV6_TCLASS, IPV6_UNICAST_HOPS
 from bitsnet.constants import IP_TOS, IP_TTL, IPPROTO_IP, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOMAXCONN
 from bitsnet.constants import MSG_DONTWAIT, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SHUT_RD, SHUT_RDWR, SHUT_WR
 from bitsnet.constants import SO_ACCEPTCONN, SO_BROADCAST, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SO_RCVBUF
@@ -375,7 +376,8 @@ def _inet6_address(address, who):
     literal = _inet.ipv6_literal(host)
     if literal is not None:
         return literal, port
-    return _netdb.getaddrinfo(host, port, AF_INET6)[0][4][0], port
+    # As bytes: an address's name takes no IDNA step in getaddrinfo (host_text made its own).
+    return _netdb.getaddrinfo(host.encode("ascii") if str is not bytes else host, port, AF_INET6)[0][4][0], port
 
 
 def _sockaddr(family, address, who):
@@ -744,6 +746,12 @@ class socket(object):
         (IPPROTO_TCP, TCP_NODELAY): "nodelay", (SOL_SOCKET, SO_BROADCAST): "broadcast",
     }
     _BOOLEAN_OPTIONS = ("reuseaddr", "keepalive", "nodelay", "broadcast")
+    # The IP header's hop limit and traffic class: EFI carries them in the child's configuration
+    # (TCP4/UDP4 TimeToLive and TypeOfService, TCP6/UDP6 HopLimit and TrafficClass), so they take
+    # effect at the next Configure -- set them before bind/connect/listen, as TCP_NODELAY
+    # (docs/edk2.md section 3.9); later they are recorded and read back only.
+    _IP_OPTIONS = {(AF_INET, IPPROTO_IP, IP_TTL): "ttl", (AF_INET, IPPROTO_IP, IP_TOS): "tos",
+                   (AF_INET6, IPPROTO_IPV6, IPV6_UNICAST_HOPS): "ttl", (AF_INET6, IPPROTO_IPV6, IPV6_TCLASS): "tos"}
 
     @_efi_guarded
     def setsockopt(self, level, optname, value, optlen=None):
@@ -779,14 +787,16 @@ class socket(object):
                 raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI TCP6 never carries IPv4:"
                                                 " IPV6_V6ONLY is always 1)")
             return
-        name = self._OPTIONS.get((level, optname))
+        name = self._OPTIONS.get((level, optname)) or self._IP_OPTIONS.get((self._family, level, optname))
         if name is None:
             raise _error(_errno.ENOPROTOOPT)
         if not isinstance(value, _INT_TYPES):
             if len(value) < 4:
                 raise _error(_errno.EINVAL)
             value = _struct.unpack("i", value[:4])[0]
-        if name in self._BOOLEAN_OPTIONS:
+        if name in ("ttl", "tos"):
+            value = self._ip_option_value(name, value)
+        elif name in self._BOOLEAN_OPTIONS:
             value = int(value != 0)
         try:
             endpoint.set_option(name, value)
@@ -816,7 +826,7 @@ class socket(object):
         elif (level, optname) == (IPPROTO_IPV6, IPV6_V6ONLY) and self._family == AF_INET6:
             value = 1  # always (see setsockopt)
         else:
-            name = self._OPTIONS.get((level, optname))
+            name = self._OPTIONS.get((level, optname)) or self._IP_OPTIONS.get((self._family, level, optname))
             if name is None:
                 raise _error(_errno.ENOPROTOOPT)
             try:
@@ -825,14 +835,31 @@ class socket(object):
                 raise _error(_errno.ENOPROTOOPT)
         return _struct.pack("i", value)[:buflen] if buflen else value
 
+    def _ip_option_value(self, name, value):
+        """IP_TTL/IPV6_UNICAST_HOPS and IP_TOS/IPV6_TCLASS as Linux takes them: a hop limit of
+        -1 is the default (64, what Linux reports and bitsnet configures), otherwise 1-255 (IPv6:
+        0-255) or EINVAL; IPv4's TOS is cut to a byte, IPv6's class is -1 (0) or 0-255; on TCP the
+        two ECN bits are the stack's own, so Linux keeps them out of what is set."""
+        if name == "ttl":
+            if value == -1:
+                return 64
+            if not (1 if self._family == AF_INET else 0) <= value <= 255:
+                raise _error(_errno.EINVAL)
+            return value
+        if self._family == AF_INET:
+            value &= 0xff
+        elif value == -1:
+            value = 0
+        elif not 0 <= value <= 255:
+            raise _error(_errno.EINVAL)
+        return value & ~3 if self._type == SOCK_STREAM else value
+
     def _fixed_option(self, endpoint, level, optname):
         """Options whose value EFI decides and Linux lets a program read: SO_ACCEPTCONN,
-        IP_TTL (what bitsnet configures), IP_TOS (0), TCP_MAXSEG (EDK2's MSS on Ethernet once
-        connected, Linux's 536 before). None for any other option."""
+        TCP_MAXSEG (EDK2's MSS on Ethernet once connected, Linux's 536 before). None for any
+        other option."""
         if (level, optname) == (SOL_SOCKET, SO_ACCEPTCONN):
             return int(bool(endpoint.listening))
-        if level == IPPROTO_IP and optname in (IP_TTL, IP_TOS) and self._family == AF_INET:
-            return 64 if optname == IP_TTL else 0
         if (level, optname) == (IPPROTO_TCP, TCP_MAXSEG) and self._type == SOCK_STREAM:
             return 1460 if endpoint.connected else 536
         return None

@@ -269,15 +269,28 @@ def reverse(address):
     return result
 
 
-def to_ascii(name):
+def is_ascii(name):
+    """Whether text ``name`` is all ASCII."""
+    try:
+        name.encode("ascii")
+    except UnicodeError:
+        return False
+    return True
+
+
+def to_ascii(name, check_labels=False):
     """A host name in text (unicode on 2.7, str on 3) -> its ASCII form as a native str, as
     CPython's socket functions encode it with the "idna" codec; ASCII names are just that.
+    With ``check_labels``, the codec's own check too: UnicodeError for an empty label (but a
+    trailing dot) or one of 64 bytes or more -- the codec makes it before any look-up.
 
     BITS quirk: BITS has no "idna" codec -- encodings.idna needs stringprep, which lib.zip lacks
     (docs/bits-environment.md section 2) -- and ``u"x".encode("idna")`` raises LookupError there. Where
     the codec is missing, each non-ASCII label becomes "xn--" + its punycode (BITS has that
     codec), lower-cased instead of the full nameprep mapping: right for names already in the
     normal form a browser or DNS zone file uses. UnicodeError if a label cannot be encoded."""
+    if not name:
+        return str(name)
     try:
         ascii_name = name.encode("ascii")
     except UnicodeError:
@@ -291,6 +304,13 @@ def to_ascii(name):
                 except UnicodeError:
                     labels.append(b"xn--" + label.lower().encode("punycode"))
             ascii_name = b".".join(labels)
+    if check_labels:
+        labels = ascii_name.split(b".")
+        for label in labels[:-1]:
+            if not 0 < len(label) < 64:
+                raise UnicodeError("label empty or too long")
+        if len(labels[-1]) >= 64:
+            raise UnicodeError("label too long")
     return ascii_name if str is bytes else ascii_name.decode("ascii")
 
 

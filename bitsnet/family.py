@@ -160,12 +160,14 @@ class Family(object):
             ap.RemotePort = remote[1]
         ap.ActiveFlag = active
 
-    def tcp_config(self, hop_limit):
+    def tcp_config(self, hop_limit, tos=0):
         config = self.TCP_CONFIG_DATA()
         if self.version == 4:
             config.TimeToLive = hop_limit
+            config.TypeOfService = tos
         else:
             config.HopLimit = hop_limit
+            config.TrafficClass = tos
         return config
 
     def udp_receive_data(self, count):
@@ -174,19 +176,21 @@ class Family(object):
             return efidefs.udp4_receive_data(count)
         return efidefs.udp6_receive_data(count)
 
-    def udp_config(self, station, netmask, port, remote, hop_limit, receive_timeout, duplicate_port):
+    def udp_config(self, station, netmask, port, remote, hop_limit, receive_timeout, duplicate_port, tos=0):
         config = self.UDP_CONFIG_DATA()
         config.AllowDuplicatePort = duplicate_port
         config.ReceiveTimeout = receive_timeout
         if self.version == 4:
             config.AcceptBroadcast = True
             config.TimeToLive = hop_limit
+            config.TypeOfService = tos
             # EDK2 quirk: UseDefaultAddress=TRUE may switch the NIC to DHCP (docs/edk2.md section 3.7):
             # give the address explicitly, as tcp_access_point does.
             config.UseDefaultAddress = False
             config.SubnetMask = efidefs.ipv4(netmask)
         else:
             config.HopLimit = hop_limit
+            config.TrafficClass = tos
         config.StationAddress = self.efi_address(station)
         config.StationPort = port
         if remote is not None:

@@ -72,16 +72,45 @@ def probe_ipv6():
 
 
 # --- Host arguments ------------------------------------------------------------------------------
-def host_text(host):
-    """A host argument (str, bytes; unicode on 2.7) as str."""
-    if isinstance(host, str):
-        return host
-    if isinstance(host, (bytes, bytearray)):
-        return bytes(host).decode("ascii")
-    if sys.version_info[0] < 3 and isinstance(host, unicode):  # noqa: F821
-        from bitsnet import dns
-        return dns.to_ascii(host)  # BITS quirk: no "idna" codec (docs/bits-environment.md section 2.4)
-    raise TypeError("str, bytes or bytearray expected, not %s" % type(host).__name__)
+def host_text(host, who="address"):
+    """A host argument (str, bytes; unicode on 2.7) as str, checked as CPython's C code takes it
+    for ``who`` -- the versions differ, and bitsnet follows the one it runs on:
+
+    ``"getaddrinfo"``    text goes through the IDNA codec (3.x: str; 2.7: unicode), whose
+                         label check raises UnicodeError for an empty or 64+-byte label; the
+                         C string ends at a NUL
+    ``"gethostbyname"``  (and _ex) 3.x: str through the IDNA codec; 2.7: ASCII only; a NUL is
+                         TypeError
+    ``"address"``        a socket address (getsockaddrarg): 3.x takes ASCII str as it is and
+                         non-ASCII through IDNA; 2.7 unicode through IDNA; a NUL is TypeError
+    """
+    from bitsnet import dns
+    py3 = sys.version_info[0] >= 3
+    if isinstance(host, (bytes, bytearray)) and not isinstance(host, str):
+        name = bytes(host).decode("ascii")  # 3.x bytes: no codec
+        idna = False
+    elif isinstance(host, str):
+        name = host
+        idna = py3 and (who != "address" or not dns.is_ascii(host))
+    elif not py3 and isinstance(host, unicode):  # noqa: F821
+        name = host
+        idna = who != "gethostbyname"
+    else:
+        raise TypeError("str, bytes or bytearray expected, not %s" % type(host).__name__)
+    if "\0" in name:
+        if who == "getaddrinfo":
+            name = name.split("\0")[0]  # CPython hands getaddrinfo(3) a C string: it ends at a NUL
+        elif who == "address" and py3:
+            raise TypeError("host name must not contain null character")
+        else:
+            raise TypeError("%s() argument 1 must be encoded string without null bytes, not %s"
+                            % ("getsockaddrarg" if who == "address" else who, type(host).__name__))
+    if idna:
+        # BITS quirk: no "idna" codec (docs/bits-environment.md section 2.4): to_ascii makes its checks.
+        return dns.to_ascii(name, check_labels=True)
+    if not isinstance(name, str):  # 2.7 unicode without IDNA: the default (ASCII) encoding
+        return name.encode("ascii")
+    return name
 
 
 def host_address(host, passive=False):
@@ -124,12 +153,12 @@ def gethostname():
 
 def gethostbyname(hostname):
     """gethostbyname(host) -> address: IP literals, "localhost", "" (0.0.0.0)."""
-    return host_address(host_text(hostname), passive=True)
+    return host_address(host_text(hostname, "gethostbyname"), passive=True)
 
 
 def gethostbyname_ex(hostname):
     """gethostbyname_ex(host) -> (name, aliaslist, addresslist)"""
-    name = host_text(hostname)
+    name = host_text(hostname, "gethostbyname")
     if inet.parse_ipv4(name, strict=False) is not None or name.lower().rstrip(".") in HOSTS or not name:
         return name, [], [gethostbyname(name)]
     from bitsnet import dns
@@ -231,7 +260,7 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
         addresses = [(af, families.of(af).wildcard if flags & AI_PASSIVE else families.of(af).loopback, 0)
                      for af in wanted if af == AF_INET or family == AF_INET6 or has_ipv6]
     else:
-        addresses = _host_addresses(host_text(host), family, flags)
+        addresses = _host_addresses(host_text(host, "getaddrinfo"), family, flags)
     canonname = str(host) if flags & AI_CANONNAME and host else ""
     kinds = [(SOCK_STREAM, IPPROTO_TCP), (SOCK_DGRAM, IPPROTO_UDP)]
     out = []  # type: list

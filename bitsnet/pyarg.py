@@ -120,6 +120,8 @@ def send_buffer(data):
             raise TypeError("a bytes-like object is required, not '%s'" % type(data).__name__)
         data = old_buffer_bytes(data)
         view = memoryview(data)
+    if not getattr(view, "c_contiguous", True):  # (2.7's memoryview has none that is not)
+        raise BufferError("memoryview: underlying buffer is not C-contiguous")
     if view.ndim != 1 or view.itemsize != 1:
         data = view.tobytes()
         view = memoryview(data)
@@ -162,7 +164,7 @@ def writable_buffer(buffer, nbytes, who):
         if sys.version_info[0] >= 3:
             raise
         view = buffer = old_writable_view(buffer)  # 2.7: array.array and other old buffers
-    if view.readonly:
+    if view.readonly or not getattr(view, "c_contiguous", True):  # "w*" wants a contiguous buffer
         raise TypeError("%s() argument 'buffer' must be read-write bytes-like object, not %s"
                         % (who, type(buffer).__name__))
     nbytes = size(nbytes)

@@ -28,6 +28,7 @@ from bitsnet import _socket
 from bitsnet import clock as _clock
 from bitsnet import errors as _errors
 from bitsnet import events as _events
+from bitsnet import pyarg as _pyarg
 
 if _sys.version_info[0] >= 3:
     error = OSError
@@ -53,19 +54,25 @@ _ALWAYS = POLLERR | POLLHUP | POLLNVAL  # reported whether asked for or not, as 
 
 
 def _fd_of(obj):
-    """An int fd, or an object's fileno(), as CPython's select checks it."""
-    if isinstance(obj, int) and not isinstance(obj, bool):
+    """An int fd, or an object's fileno(), as CPython's select checks it
+    (PyObject_AsFileDescriptor): a bool is an int; the value must fit a C int -- OverflowError on
+    3.x; on 2.7 the failed conversion's -1 meets the negative check -- and not be negative."""
+    if isinstance(obj, _pyarg.INT_TYPES):
         fd = obj
     else:
         fileno = getattr(obj, "fileno", None)
         if fileno is None:
             raise TypeError("argument must be an int, or have a fileno() method.")
         fd = fileno()
-        if not isinstance(fd, int):
+        if not isinstance(fd, _pyarg.INT_TYPES):
             raise TypeError("fileno() returned a non-integer")
+    if not _pyarg.C_INT[0] <= fd <= _pyarg.C_INT[1]:
+        if _sys.version_info[0] >= 3:
+            raise OverflowError("Python int too large to convert to C int")
+        fd = -1
     if fd < 0:
         raise ValueError("file descriptor cannot be a negative integer (%d)" % fd)
-    return fd
+    return int(fd)
 
 
 def _bad_fd():

@@ -81,7 +81,7 @@ TIME_TO_LIVE = 64
 
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
-           "broadcast")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
+           "broadcast", "ttl", "tos")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
 
 # The stack-wide state (stack.py), under the names this module has always used for it.
 _closer = stack.tcp_closer
@@ -160,7 +160,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         EfiChild.__init__(self, fam or family.INET)
         self._state = FRESH  # see TRANSITIONS
         self._options = {"nodelay": False, "keepalive": False, "broadcast": False, "rcvbuf": DEFAULT_RCVBUF,
-                         "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None}
+                         "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None,
+                         "ttl": TIME_TO_LIVE, "tos": 0}
         self._configured = None  # the (active, station, port, backlog, options) last configured
         self._local = None  # type: tuple
         self._remote = None  # type: tuple
@@ -277,7 +278,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             if nagle_was_off and not self._options["nodelay"]:
                 self._renew_child()
         fam = self._fam
-        config = fam.tcp_config(TIME_TO_LIVE)
+        config = fam.tcp_config(self._options["ttl"], self._options["tos"])
         # No port asked for: a random one, not EDK2's next sequential one (child.random_port).
         tries = PORT_TRIES if port == 0 else 0
         # IPv4: the station address is always explicit (docs/bits-efi.md section 2, docs/edk2.md section 3.7); IPv6:
@@ -1022,6 +1023,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 self._rx.limit = value
         elif name == "linger":
             value = None if value is None else (bool(value[0]), int(value[1]))
+        elif name in ("ttl", "tos"):
+            value = int(value)  # TimeToLive/HopLimit, TypeOfService/TrafficClass: checked by the socket layer
         else:
             value = bool(value)
         self._options[name] = value

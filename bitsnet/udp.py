@@ -57,7 +57,8 @@ MAX_TRANSMITS = 8  # Transmit tokens in flight; EDK2 completes them as soon as M
 FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queued longer than this
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
 TIME_TO_LIVE = 64
-OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
+ICMP_POLL_INTERVAL = 0.001  # seconds: how often a connected send() lets an ICMP error arrive first
+OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos")
 
 # The stack-wide state (stack.py), under the names this module has always used for it.
 _closer = stack.udp_closer
@@ -84,7 +85,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def __init__(self, fam=None):
         EfiChild.__init__(self, fam or family.INET)
         self._info = None  # the Ip4Info the child was configured with
-        self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM}
+        self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM,
+                         "ttl": TIME_TO_LIVE, "tos": 0}
         self._configured = False
         self._local = None  # type: tuple   # (host as bound, port)
         self._station = None  # the address the child is configured with
@@ -96,6 +98,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         self._error = 0
         self._user_closed = False
         self._close_deadline = None
+        self._icmp_polled = 0.0  # when send() last let the firmware run for an ICMP error
 
     def __repr__(self):
         return "<UdpEndpoint local=%r remote=%r queued=%d dropped=%d>" % (
@@ -118,8 +121,10 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         station = (info.address if fam.version == 4 else None) if wildcard else host
         # No port asked for: a random one, not EDK2's next sequential one (child.random_port).
         tries = PORT_TRIES if port == 0 else 0
-        config = fam.udp_config(station, info.netmask, random_port() if tries else port, remote, TIME_TO_LIVE,
-                                FIRMWARE_HOLD_US, bool(self._options["reuseaddr"]))  # SO_REUSEADDR: AllowDuplicatePort
+        config = fam.udp_config(station, info.netmask, random_port() if tries else port, remote, self._options["ttl"],
+                                FIRMWARE_HOLD_US,
+                                # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
+                                bool(self._options["reuseaddr"]), self._options["tos"])
         deadline = clock.monotonic() + NO_MAPPING_WAIT
         status = self._configure_child(config, deadline)  # NO_MAPPING retried
         while status == efi.EFI_ACCESS_DENIED and tries:
@@ -305,6 +310,16 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         """Queue one datagram to ``address`` (None: the connected peer). Returns len(data), or
         None when MAX_TRANSMITS are in flight (would block)."""
         self._check_open()
+        if address is None and self._remote is not None and self._rx_op is not None:
+            # docs/edk2.md section 4.2: an ICMP error about an earlier datagram reaches us only as
+            # the status of the posted Receive, and only when the firmware runs -- in BITS nothing
+            # runs it between a program's calls (no timer, docs/bits-environment.md section 7).
+            # Linux fails the next send of a connected socket with it: let the firmware run
+            # first, at most every ICMP_POLL_INTERVAL, so a send loop does not Poll per datagram.
+            now = clock.monotonic()
+            if now - self._icmp_polled >= ICMP_POLL_INTERVAL:
+                self._icmp_polled = now
+                self.progress()
         self._update()
         if self._error:
             err, self._error = self._error, 0
@@ -487,9 +502,24 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             value = max(1, int(value))
             if name == "rcvbuf":
                 self._rx.max_bytes = value
+        elif name in ("ttl", "tos"):
+            value = int(value)  # TimeToLive/HopLimit, TypeOfService/TrafficClass
         else:
             value = bool(value)
+        changed = self._options[name] != value
         self._options[name] = value
+        if changed and name in ("ttl", "tos") and self._configured and self._local is not None:
+            self._reconfigure_header()
+
+    def _reconfigure_header(self):
+        """Configure again, with only TimeToLive/TypeOfService (UDP6: HopLimit/TrafficClass)
+        changed: EDK2 takes that on a configured instance without Configure(NULL), the posted
+        Receive and queued datagrams kept (docs/edk2.md section 4.2), so IP_TTL and IP_TOS apply
+        at once, as on Linux."""
+        config = self._fam.udp_config(self._station, self._info.netmask, self._local[1], self._remote,
+                                      self._options["ttl"], FIRMWARE_HOLD_US, bool(self._options["reuseaddr"]),
+                                      self._options["tos"])
+        errors.raise_for_status(self._call("Configure", ctypes.byref(config)), "udp-setsockopt")
 
     def get_option(self, name):
         return self._options[name]

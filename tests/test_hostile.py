@@ -303,6 +303,93 @@ def test_poll_of_a_closed_socket_is_pollnval_on_both(net):
         assert poller.poll(0) == [(fd, s.POLLNVAL)]
 
 
+# --- checks CPython's C code makes before the network: exactly the running version's ---------
+# CPython 2.7 and 3.x differ here, and bitsnet follows the interpreter it runs on: each case is
+# compared with the host's own _socket/select of the same version, kind of exception and errno.
+# Only cases the host answers without a name lookup (no traffic leaves the machine).
+try:
+    NON_CONTIGUOUS = memoryview(bytearray(10))[::2]  # type: object
+except NotImplementedError:  # 2.7's memoryview cannot step: it has no non-contiguous buffer
+    NON_CONTIGUOUS = None
+
+
+def exactly_same(make_call):
+    theirs = outcome(lambda: make_call(host_socket, host_select))
+    ours = outcome(lambda: make_call(bs, bs_select))
+    assert ours == theirs, "bitsnet %r, CPython %r" % (ours, theirs)
+
+
+def _udp(m):
+    return m.socket(m.AF_INET, m.SOCK_DGRAM)
+
+
+def _with(make, action):
+    def run(m, s):
+        sock = make(m)
+        try:
+            sock.settimeout(0.5)  # a check that is missing shows as a timeout, not a hang
+            return action(sock, m, s)
+        finally:
+            sock.close()
+    return run
+
+
+def _bool_is_its_int(call):
+    """A bool is an int fd (True is 1) to CPython's select, whatever fd 1 is on each side."""
+    as_bool, as_int = outcome(lambda: call(True)), outcome(lambda: call(1))
+    if as_bool != as_int:
+        raise AssertionError("True %r, 1 %r" % (as_bool, as_int))
+
+
+NUL_HOST = "127.0.0\x00.1"
+PRE_NETWORK_CASES = [
+    ("connect_ex NUL host", _with(lambda m: m.socket(), lambda k, m, s: k.connect_ex((NUL_HOST, 80)))),
+    ("connect NUL host", _with(lambda m: m.socket(), lambda k, m, s: k.connect((NUL_HOST, 80)))),
+    ("bind NUL host", _with(_udp, lambda k, m, s: k.bind((NUL_HOST, 0)))),
+    ("sendto NUL host", _with(_udp, lambda k, m, s: k.sendto(b"x", (NUL_HOST, 9)))),
+    ("gethostbyname NUL", lambda m, s: m.gethostbyname("a\x00b")),
+    ("getaddrinfo NUL host (C string ends there)", lambda m, s: m.getaddrinfo(NUL_HOST, 80, 0, m.SOCK_STREAM)),
+    ("getaddrinfo NUL port (C string ends there)", lambda m, s: m.getaddrinfo(HOST, "8\x000", 0, m.SOCK_STREAM)),
+    ("select [True] is fd 1", lambda m, s: _bool_is_its_int(lambda fd: s.select([fd], [], [], 0))),
+    ("poll register(True) is fd 1", lambda m, s: _bool_is_its_int(lambda fd: s.poll().register(fd))),
+    ("select FD_SETSIZE", lambda m, s: s.select([1024], [], [], 0)),
+    ("select 2**31-1", lambda m, s: s.select([2 ** 31 - 1], [], [], 0)),
+    ("select 2**31", lambda m, s: s.select([2 ** 31], [], [], 0)),
+    ("select -2**31-1", lambda m, s: s.select([], [-2 ** 31 - 1], [], 0)),
+    ("select 2**64", lambda m, s: s.select([], [], [2 ** 64], 0)),
+    ("poll register 2**31", lambda m, s: s.poll().register(2 ** 31)),
+    ("poll register -2**31-1", lambda m, s: s.poll().register(-2 ** 31 - 1)),
+    ("poll register 2**31-1", lambda m, s: s.poll().register(2 ** 31 - 1)),
+    ("poll modify 2**31", lambda m, s: s.poll().modify(2 ** 31, 1)),
+    ("poll unregister 2**31", lambda m, s: s.poll().unregister(2 ** 31)),
+    ("getaddrinfo empty label", lambda m, s: m.getaddrinfo(u"a..b", 80)),
+    ("getaddrinfo 64-byte label", lambda m, s: m.getaddrinfo(u"a" * 64 + u".b", 80)),
+    ("getaddrinfo leading dot", lambda m, s: m.getaddrinfo(u".a", 80)),
+]
+if NON_CONTIGUOUS is not None:
+    PRE_NETWORK_CASES += [
+        ("recv_into non-contiguous", _with(lambda m: m.socket(), lambda k, m, s: k.recv_into(NON_CONTIGUOUS))),
+        ("recvfrom_into non-contiguous", _with(_udp, lambda k, m, s: k.recvfrom_into(NON_CONTIGUOUS))),
+        ("send non-contiguous", _with(lambda m: m.socket(), lambda k, m, s: k.send(NON_CONTIGUOUS))),
+        ("sendall non-contiguous", _with(lambda m: m.socket(), lambda k, m, s: k.sendall(NON_CONTIGUOUS))),
+        ("sendto non-contiguous", _with(_udp, lambda k, m, s: k.sendto(NON_CONTIGUOUS, (HOST, 9)))),
+    ]
+if PY2:  # 2.7 encodes a unicode address with IDNA in getsockaddrarg (3.x only in getaddrinfo)
+    PRE_NETWORK_CASES += [
+        ("connect_ex empty label", _with(lambda m: m.socket(), lambda k, m, s: k.connect_ex((u"a..b", 80)))),
+        ("sendto 64-byte label", _with(_udp, lambda k, m, s: k.sendto(b"x", (u"a" * 64, 9)))),
+    ]
+else:  # 3.x: gethostbyname encodes with IDNA (2.7 with ASCII, then asks the resolver)
+    PRE_NETWORK_CASES += [
+        ("gethostbyname empty label", lambda m, s: m.gethostbyname(u"a..b")),
+        ("gethostbyname_ex 64-byte label", lambda m, s: m.gethostbyname_ex(u"a" * 64)),
+    ]
+
+
+def test_checks_before_the_network_are_the_running_cpythons(net):
+    each_case(PRE_NETWORK_CASES, lambda name, call: exactly_same(call))
+
+
 # --- property tests (Python 3 with hypothesis) -------------------------------------------------
 try:
     from hypothesis import given, settings, strategies as st

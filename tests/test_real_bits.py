@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bitsrun  # noqa: E402
 
 BATTERY = os.path.join(ROOT, "tests", "scripts", "real_bits_battery.py")
-SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns"]
+SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns", "urllib"]
 DOWNLOAD_BYTES = 16 * 1024 * 1024
 DOWNLOAD_ROUNDS = 2  # the best round counts: the host's 2 cores are shared, TCG feels every load
 BOOT_TIMEOUT = 300
@@ -302,6 +302,13 @@ def test_connect_to_silent_peer_times_out(battery_run):
     lines = _section(battery_run, "timeout")
     seconds = [float(m.group(1)) for m in (re.match(r"timeout after=([\d.]+) s", line) for line in lines) if m]
     assert seconds and 1.5 <= seconds[0] <= 10, lines
+
+
+@real
+def test_python2_urllib_urlopen_at_the_boot_prompt(battery_run):
+    # urllib.urlopen's URLopener keeps os.unlink, which BITS's os lacks (bitsnet.install adds it).
+    lines = _section(battery_run, "urllib")
+    assert "urllib bytes=100000" in lines and "urllib sha256=ok" in lines, lines
 
 
 @real

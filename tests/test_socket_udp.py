@@ -4,6 +4,7 @@ connect/send/recv, truncation, MSG_PEEK, timeouts, SO_BROADCAST, errors CPython 
 from __future__ import print_function
 
 import errno
+import struct
 import socket as host
 
 import pytest
@@ -90,3 +91,117 @@ def test_broadcast_needs_so_broadcast_and_send_needs_a_peer(net):  # noqa: F811
         assert info.value.errno == errno.EDESTADDRREQ
     finally:
         s.close()
+
+
+def _icmp_story(m, port):
+    """What a connected and an unconnected UDP socket of module ``m`` see after sending to a
+    closed port: the outcome of each call, in order."""
+    import time
+
+    def outcome(call):
+        try:
+            call()
+            return "ok"
+        except m.timeout:
+            return "timeout"
+        except m.error as exc:
+            return errno.errorcode.get(exc.args[0], exc.args[0])
+    story = []
+    s = m.socket(m.AF_INET, m.SOCK_DGRAM)
+    u = m.socket(m.AF_INET, m.SOCK_DGRAM)
+    try:
+        s.settimeout(0.5)
+        s.connect(("127.0.0.1", port))
+        for _ in range(3):
+            story.append(outcome(lambda: s.send(b"x")))
+            time.sleep(0.2)  # the ICMP port unreachable comes back meanwhile
+        story.append(outcome(lambda: s.recv(10)))
+        story.append(outcome(lambda: s.getsockopt(m.SOL_SOCKET, m.SO_ERROR)))
+        for _ in range(2):
+            story.append(outcome(lambda: u.sendto(b"x", ("127.0.0.1", port))))
+            time.sleep(0.2)
+    finally:
+        s.close()
+        u.close()
+    return story
+
+
+def test_icmp_port_unreachable_as_linux_gives_it(net):  # noqa: F811
+    # docs/edk2.md section 4.2: EDK2 reports the ICMP error as the next Receive token's status;
+    # bitsnet makes it Linux's ECONNREFUSED on the next send/recv of a connected socket, and
+    # ignores it on an unconnected one (Linux without IP_RECVERR).
+    closed = host.socket(host.AF_INET, host.SOCK_DGRAM)
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    ours, linux = _icmp_story(bs, port), _icmp_story(host, port)
+    assert ours == linux, "bitsnet %r, Linux %r" % (ours, linux)
+    assert linux[:2] == ["ok", "ECONNREFUSED"], linux
+
+
+TTL_TOS_VALUES = [1, 0, 255, 256, -1, -2, 0x1ff, 3, 0xb8, 0xbb, 64]
+
+
+def _ip_option_story(m, family, kind):
+    """setsockopt of each value then getsockopt, for the hop limit and the traffic class."""
+    if family == m.AF_INET:
+        options = [(m.IPPROTO_IP, m.IP_TTL), (m.IPPROTO_IP, m.IP_TOS)]
+    else:
+        options = [(m.IPPROTO_IPV6, m.IPV6_UNICAST_HOPS), (m.IPPROTO_IPV6, m.IPV6_TCLASS)]
+    story = []
+    for level, name in options:
+        s = m.socket(family, kind)
+        try:
+            story.append(("default", name, s.getsockopt(level, name)))
+            for value in TTL_TOS_VALUES:
+                try:
+                    s.setsockopt(level, name, value)
+                    result = "ok"
+                except m.error as exc:
+                    result = errno.errorcode.get(exc.args[0], exc.args[0])
+                story.append((value, name, result, s.getsockopt(level, name)))
+        finally:
+            s.close()
+    return story
+
+
+@pytest.mark.parametrize("kind", ["tcp", "udp"])
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+def test_ttl_and_tos_options_as_linux_takes_them(net, family, kind):  # noqa: F811
+    # IP_TTL/IP_TOS and IPV6_UNICAST_HOPS/IPV6_TCLASS: Linux's ranges (EINVAL for a TTL of 0 or
+    # 256, -1 the default 64), IP_TOS cut to a byte, the ECN bits kept out on TCP.
+    ours = _ip_option_story(bs, getattr(bs, "AF_INET" if family == "ipv4" else "AF_INET6"),
+                            bs.SOCK_STREAM if kind == "tcp" else bs.SOCK_DGRAM)
+    linux = _ip_option_story(host, getattr(host, "AF_INET" if family == "ipv4" else "AF_INET6"),
+                             host.SOCK_STREAM if kind == "tcp" else host.SOCK_DGRAM)
+    assert ours == linux
+
+
+@pytest.mark.skipif(not hasattr(host.socket, "recvmsg"), reason="the peer reads the header with recvmsg (3.3+)")
+def test_ttl_and_tos_reach_the_wire(net, peer):  # noqa: F811
+    # EFI_UDP4_CONFIG_DATA TimeToLive/TypeOfService (docs/edk2.md section 4.2): set before the
+    # first send configures the child; the peer reads them from the IP header (IP_RECVTTL/TOS).
+    peer.setsockopt(host.IPPROTO_IP, getattr(host, "IP_RECVTTL", 12), 1)  # Linux's numbers
+    peer.setsockopt(host.IPPROTO_IP, getattr(host, "IP_RECVTOS", 13), 1)
+
+    def header_of_next():
+        data, ancillary, _, _ = peer.recvmsg(100, 256)
+        fields = {}
+        for level, kind, raw in ancillary:
+            fields[kind] = raw[0] if kind == host.IP_TOS else struct.unpack("i", raw[:4])[0]
+        return data, fields.get(host.IP_TTL), fields.get(host.IP_TOS)
+    for ttl, tos in ((None, None), (7, 0x20)):
+        s = bs.socket(bs.AF_INET, bs.SOCK_DGRAM)
+        try:
+            if ttl is not None:
+                s.setsockopt(bs.IPPROTO_IP, bs.IP_TTL, ttl)
+                s.setsockopt(bs.IPPROTO_IP, bs.IP_TOS, tos)
+            s.sendto(b"marked", peer.getsockname())
+            assert header_of_next() == (b"marked", ttl or 64, tos or 0)
+            # Changed on a configured child: Configure again with only these (EDK2 allows it).
+            s.setsockopt(bs.IPPROTO_IP, bs.IP_TTL, 9)
+            s.setsockopt(bs.IPPROTO_IP, bs.IP_TOS, 0x40)
+            s.sendto(b"again", peer.getsockname())
+            assert header_of_next() == (b"again", 9, 0x40)
+        finally:
+            s.close()

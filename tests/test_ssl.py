@@ -420,6 +420,26 @@ def test_stdlib_https_download(pki, client):
     assert "sha256 %s" % hashlib.sha256(payload).hexdigest() in out, out + err
 
 
+def test_hosts_own_ssl_wraps_bitsnet_sockets(pki):
+    """A Python with its own ssl (--host-stdlib) keeps it after bitsnet.install(), taught to
+    wrap bitsnet sockets (bitsnet/hostssl.py): urlopen, a non-blocking handshake and read driven
+    by select(), and a handshake timeout with the C module's words."""
+    payload = peers.pattern(150000, seed=7)
+    silent = socket.socket()
+    silent.bind((peers.HOST, 0))
+    silent.listen(4)  # accepts (the kernel does) and never speaks
+    try:
+        with HttpsPeer(pki, "good", {"f.bin": payload}) as peer:
+            code, out, err = _efirun("host_ssl.py", [peer.url("f.bin"), os.path.join(pki, "ca.pem"),
+                                                     silent.getsockname()[1]], options=["--host-stdlib"])
+    finally:
+        silent.close()
+    assert code == 0, out + err
+    assert "sha256 %s %d" % (hashlib.sha256(payload).hexdigest(), len(payload)) in out, out + err
+    assert "nonblocking HTTP/1.0 200 OK" in out, out + err
+    assert "timeout The handshake operation timed out" in out, out + err
+
+
 def test_efirun_no_tls(pki):
     """efirun --no-tls: a firmware without TlsDxe; the error says so, before any byte is sent."""
     with HttpsPeer(pki, "good", {"f.bin": b"x"}) as peer:

@@ -154,6 +154,15 @@ def test_urlopen_small_file(http_dir, options):
     assert (digest, int(size)) == (http_dir["small"], 5000)
 
 
+@pytest.mark.skipif(not PY2, reason="urllib.urlopen is Python 2's (3.x: urllib.request, above)")
+def test_python2_urllib_urlopen_in_bits(http_dir):
+    # URLopener.__init__ keeps os.unlink, which BITS's os (and the simulator's model of it) lacks.
+    run = EfiRun("urllib_open.py", ["http://%s:%d/small.bin" % (peers.HOST, http_dir["port"])])
+    digest, size = run.expect("sha256 ")
+    run.finish()
+    assert (digest, int(size)) == (http_dir["small"], 5000)
+
+
 def test_urlopen_20mb_download_checksum_and_speed(http_dir):
     run = EfiRun("fetch_url.py", ["http://%s:%d/big.bin" % (peers.HOST, http_dir["port"])])
     digest, size, seconds = run.expect("sha256 ", timeout=BIG_FILE_SECONDS + 15)

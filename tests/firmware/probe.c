@@ -764,6 +764,10 @@ static void op_udp_configure(int argc, char **argv)
                 cfg.RemotePort = (UINT16)num(rest + 1);
         } else if (streq(w, "broadcast")) {
             cfg.AcceptBroadcast = TRUE;
+        } else if (starts(w, "ttl=")) {
+            cfg.TimeToLive = (UINT8)num(w + 4);
+        } else if (starts(w, "tos=")) {
+            cfg.TypeOfService = (UINT8)num(w + 4);
         }
     }
     s = uefi_call_wrapper(u->Configure, 2, u, &cfg);
@@ -771,7 +775,7 @@ static void op_udp_configure(int argc, char **argv)
     out_flush();
 }
 
-static void op_udp_mode(char *name)
+static void op_udp_mode(char *name, int header)
 {
     static UDP4_CONFIG_DATA cfg;
     int c = find_udp(name);
@@ -790,6 +794,12 @@ static void op_udp_mode(char *name)
         out_ip(&cfg.RemoteAddress);
         out_str(":");
         out_dec(cfg.RemotePort);
+        if (header) {
+            out_str(" ttl=");
+            out_dec(cfg.TimeToLive);
+            out_str(" tos=");
+            out_dec(cfg.TypeOfService);
+        }
     }
     out_flush();
 }
@@ -1267,7 +1277,7 @@ static void run_line(char *line)
     else if (streq(argv[0], "uconfigure") && argc > 2)
         op_udp_configure(argc, argv);
     else if (streq(argv[0], "umode") && argc > 1)
-        op_udp_mode(argv[1]);
+        op_udp_mode(argv[1], argc > 2 && streq(argv[2], "ttl"));
     else if ((streq(argv[0], "usend") || streq(argv[0], "urecv")) && argc > 2)
         op_udp_io(argc, argv);
     else if (streq(argv[0], "destroy") && argc > 1)

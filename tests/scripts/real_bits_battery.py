@@ -14,6 +14,8 @@ Sections (each prints ``== NAME`` first, ``NAME key=value`` lines, and ``== NAME
   timeout       connect with a 2 s timeout to a peer that never answers the SYN: socket.timeout
   udp           a datagram to the lab's UDP echo and back
   dns           bitsnet.configure(dns=[HOST]) then a name the lab's DNS server knows, and one it does not
+  urllib        Python 2's urllib.urlopen (not urllib2) GET /bytes/N: its URLopener keeps os.unlink,
+                which BITS's os lacks until bitsnet.install() adds it
 
 Runs on BITS's Python 2.7 (and lints on 3): short lines, no float repr, only BITS's modules.
 """
@@ -81,6 +83,20 @@ def section_download(opts):
     print("download sha256=%s" % ("ok" if all_good else "BAD"))
     if not all_good:
         raise AssertionError("a round got fewer bytes than %d or a bad checksum" % size)
+
+
+def section_urllib(opts):
+    import urllib
+    size = 100000
+    response = urllib.urlopen("http://%s/bytes/%d" % (opts["lab"], size))  # type: ignore[attr-defined]
+    data = response.read()
+    expected = response.info().getheader("X-SHA256")
+    response.close()
+    good = hashlib.sha256(data).hexdigest() == expected
+    print("urllib bytes=%d" % len(data))
+    print("urllib sha256=%s" % ("ok" if good else "BAD"))
+    if len(data) != size or not good:
+        raise AssertionError("urllib.urlopen got %d bytes, checksum %s" % (len(data), good))
 
 
 def section_http_server(opts):
@@ -221,7 +237,8 @@ def section_dns(opts):
 
 SECTIONS = {"download": section_download, "http_server": section_http_server,
             "select_server": section_select_server, "refused": section_refused,
-            "timeout": section_timeout, "udp": section_udp, "dns": section_dns}
+            "timeout": section_timeout, "udp": section_udp, "dns": section_dns,
+            "urllib": section_urllib}
 
 
 def parse(argv):

@@ -26,8 +26,9 @@ separated by blanks and ``#`` starts a comment.  ``$SYMBOL`` words are replaced 
                                dns) with a Type-0 event / CheckEvent on it / UnregisterDataNotify
   host VERB ARGS...            ask the runner to act on a host peer ("@@ host VERB ARGS")
   udp U                        CreateChild on the UDP4 service binding      L<n> udp-child -> STATUS
-  uconfigure U null | [station=A/M] [port=P] [remote=A:P] [broadcast]     L<n> udp-configure -> STATUS
-  umode U                      GetModeData(ConfigData)
+  uconfigure U null | [station=A/M] [port=P] [remote=A:P] [broadcast] [ttl=N] [tos=N]
+                               (TimeToLive 64 unless ttl=)                L<n> udp-configure -> STATUS
+  umode U [ttl]                GetModeData(ConfigData); "ttl": TimeToLive and TypeOfService too
   usend U TOK TEXT|len=N [to=A:P]   Transmit (to=: UdpSessionData)        L<n> udp-transmit -> STATUS
   urecv U TOK                  Receive; the completion shows len, data and from=A:P, then RxData is
                                recycled (SignalEvent(RecycleSignal))
@@ -517,6 +518,10 @@ class Interpreter(object):
                 cfg.RemotePort = int(port or 0)
             elif word == "broadcast":
                 cfg.AcceptBroadcast = True
+            elif key == "ttl":
+                cfg.TimeToLive = int(value)
+            elif key == "tos":
+                cfg.TypeOfService = int(value)
         self.op("udp-configure", proto.Configure(byref(proto), byref(cfg)))
 
     def do_umode(self, words):
@@ -529,6 +534,8 @@ class Interpreter(object):
         if status == efi.EFI_SUCCESS:
             extra = " station=%s port=%d remote=%s:%d" % (efidefs.ipv4_text(cfg.StationAddress), cfg.StationPort,
                                                           efidefs.ipv4_text(cfg.RemoteAddress), cfg.RemotePort)
+            if words[2:3] == ["ttl"]:
+                extra += " ttl=%d tos=%d" % (cfg.TimeToLive, cfg.TypeOfService)
         self.op("udp-mode", status, extra)
 
     def do_uio(self, words):

@@ -401,6 +401,22 @@ class Tcp4Stack(CompletingDriver):
                 self.complete(child, tx.token, status)
 
     # ------------------------------------------------------------------ work the entry points start
+    def ip_header(self, sock, child):
+        """TcpSendIpPacket: every segment's IP header takes the TimeToLive and TypeOfService
+        (TCP6: HopLimit, TrafficClass) the child was configured with -- here, the host socket's
+        (an accepted child has its listener's, as TcpCloneTcb copies them)."""
+        if self.family.host_family == _host_socket.AF_INET:
+            wanted = ((_host_socket.IPPROTO_IP, _host_socket.IP_TTL, child.ttl or 64),
+                      (_host_socket.IPPROTO_IP, _host_socket.IP_TOS, child.tos))
+        else:
+            wanted = ((_host_socket.IPPROTO_IPV6, getattr(_host_socket, "IPV6_UNICAST_HOPS", 16), child.ttl),
+                      (_host_socket.IPPROTO_IPV6, getattr(_host_socket, "IPV6_TCLASS", 67), child.tos))
+        for level, name, value in wanted:
+            try:
+                sock.setsockopt(level, name, value)
+            except (OSError, IOError):
+                pass  # the host refuses a value EDK2 would send as it is (a hop limit of 0)
+
     def start_connect(self, child, token, reachable):
         """Connect accepted: send the SYN (SynSent) and start the connect timer. ``reachable``:
         the route lookup found a next hop on loopback; otherwise the SYN silently goes nowhere."""
@@ -420,6 +436,7 @@ class Tcp4Stack(CompletingDriver):
         if child.sock is None and not self.bind_host(child, child.station, child.port):
             return  # the host will not let us use the port again yet: no SYN
         child.connect_errno = 0
+        self.ip_header(child.sock, child)
         err = child.sock.connect_ex((child.remote, child.rport))
         if err not in (0, errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK):
             child.connect_errno = err  # the answer is seen as the next frame, not inside Connect
@@ -554,6 +571,7 @@ class Tcp4Stack(CompletingDriver):
         child.station, child.mask, child.port = listener.station, listener.mask, listener.port
         child.remote, child.rport = peer[0], peer[1]
         child.tos, child.ttl = listener.tos, listener.ttl
+        self.ip_header(conn, child)
         child.options = dict(listener.options)
         child.sticky_off = set(listener.sticky_off)  # TcpCloneTcb copies the CtrlFlag
         child.routes = list(listener.routes)

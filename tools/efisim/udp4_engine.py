@@ -95,6 +95,25 @@ def _loopback(address):
     return address.startswith("127.")
 
 
+def _ip_header(sock, child):
+    """Udp4Transmit/Udp6Transmit: the datagram's IP header takes the instance's TimeToLive and
+    TypeOfService (UDP6: HopLimit, TrafficClass) -- here, the host socket's, set per datagram."""
+    config = child.config
+    if hasattr(config, "TimeToLive"):
+        wanted = ((_host_socket.IPPROTO_IP, _host_socket.IP_TTL, config.TimeToLive or 64),
+                  (_host_socket.IPPROTO_IP, _host_socket.IP_TOS, config.TypeOfService))
+    else:
+        wanted = ((_host_socket.IPPROTO_IPV6, IPV6_UNICAST_HOPS, config.HopLimit),
+                  (_host_socket.IPPROTO_IPV6, IPV6_TCLASS, config.TrafficClass))
+    for level, name, value in wanted:
+        if sock.getsockopt(level, name) != value:
+            sock.setsockopt(level, name, value)
+
+
+IPV6_UNICAST_HOPS = getattr(_host_socket, "IPV6_UNICAST_HOPS", 16)
+IPV6_TCLASS = getattr(_host_socket, "IPV6_TCLASS", 67)
+
+
 def _udp_socket(family=IPV4):
     """A non-blocking host UDP socket that may broadcast and queues ICMP errors (IP_RECVERR)."""
     sock = _host_socket.socket(family.host_family, _host_socket.SOCK_DGRAM)
@@ -481,7 +500,10 @@ class Udp4Stack(CompletingDriver):
 
     def icmp_error(self, host_port, destination, dport, status):
         """Udp4IcmpHandler: store the error on the first instance that sent the quoted datagram
-        (ports swapped) and report it through a receive token (docs/edk2.md section 4.2)."""
+        (ports swapped) and report it through a receive token (docs/edk2.md section 4.2). EDK2
+        compares a RemoteAddress with the ICMP message's sender; on the loopback wire a port
+        unreachable comes from the peer host itself, so the quoted ``destination`` stands for the
+        sender (Python 2.7 has no recvmsg to read SO_EE_OFFENDER from the error queue)."""
         ports = getattr(self.nic, "dns_ports", {})
         if destination is not None and ports.get(destination) == dport and dport != 53:
             dport = 53
@@ -536,11 +558,13 @@ class Udp4Stack(CompletingDriver):
         hp = self.host_ports.get((source, tx.sport, False))
         try:
             if hp is not None:
+                _ip_header(hp.sock, child)
                 hp.sock.sendto(data, (destination, dport))
                 return
             sock = _udp_socket(self.family)
             try:
                 sock.bind((source, tx.sport))  # tx.sport 0 (AcceptAnyPort): any host port
+                _ip_header(sock, child)
                 sock.sendto(data, (destination, dport))
             finally:
                 sock.close()
