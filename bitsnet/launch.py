@@ -12,7 +12,9 @@ BITS's GRUB has ``py 'CODE'`` and an interactive ``python`` command, but no ``-m
     exit status. ``sys.argv`` and ``sys.modules["__main__"]`` are put back afterwards.
 ``python_command(args)``
     the GRUB ``python`` command: ``python -m MODULE [ARGS...]``, ``python -c CODE [ARGS...]``,
-    ``python FILE [ARGS...]``, and plain ``python``, which opens the interactive interpreter as
+    ``python FILE [ARGS...]``, ``python URL [ARGS...]`` (an ``http://`` or ``https://`` program,
+    or a zip with ``__main__.py``, fetched and run by ``bitsnet.remote``), and plain
+    ``python``, which opens the interactive interpreter as
     BITS's own command does (same banner; ``bitsnet.console`` over BITS's line editor, in
     ``__main__``'s namespace; Ctrl-D or Esc on an empty line leaves).
 ``register_grub_commands()``
@@ -32,10 +34,11 @@ import traceback
 from bitsnet import console
 
 BANNER = "Starting the Python interactive interpreter. Press Ctrl-D or Esc to exit."
-SUMMARY = "[-m MODULE | -c CODE | FILE] [ARGS...]"
+SUMMARY = "[-m MODULE | -c CODE | FILE | URL] [ARGS...]"
 DESCRIPTION = ("Start the Python interpreter; with -m MODULE run MODULE as __main__ (python -m), "
-               "with -c CODE run CODE, with FILE run that file; ARGS become sys.argv[1:].")
-USAGE = "usage: python [-m MODULE | -c CODE | FILE] [ARGS...]   (no arguments: interactive)\n"
+               "with -c CODE run CODE, with FILE run that file, with an http(s) URL fetch and run "
+               "that program (.py, or .zip with __main__.py); ARGS become sys.argv[1:].")
+USAGE = "usage: python [-m MODULE | -c CODE | FILE | URL] [ARGS...]   (no arguments: interactive)\n"
 
 _INTEGERS = (int, type(2 ** 64))  # int, and long on Python 2
 _state = {"registered": False, "last_main": None}
@@ -191,6 +194,8 @@ def python_command(args):
     elif option in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return True
+    elif _is_url(option):
+        return _run_url(option, rest[1:])
     elif option.startswith("-"):
         sys.stderr.write("python: unknown option %s\n%s" % (option, USAGE))
         return False
@@ -202,6 +207,25 @@ def python_command(args):
             sys.stderr.write("python: can't open file '%s': %s\n" % (option, exc))
             return False
         status = run_source(source, option, option, rest[1:])
+    if status:
+        sys.stderr.write("python: exit status %d\n" % status)
+    return status == 0
+
+
+def _is_url(option):
+    return option.lower().startswith(("http://", "https://"))
+
+
+def _run_url(url, argv):
+    """``python URL ARGS``: a program from the lab (bitsnet.remote); True when its status is 0. A
+    fetch that fails is one line and false, as a file that cannot be opened is."""
+    from bitsnet import remote
+    try:
+        program = remote.fetch_program(url)
+    except remote.FetchError as exc:
+        sys.stderr.write("python: can't fetch %s\n" % exc)
+        return False
+    status = program.run(argv)
     if status:
         sys.stderr.write("python: exit status %d\n" % status)
     return status == 0
