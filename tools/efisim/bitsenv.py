@@ -458,6 +458,8 @@ class BitsEnvironment(object):
         if str(getattr(sys.modules.get(name), "__name__", "")).startswith("bitsnet."):
             return None  # bitsnet.install() put it there (ssl: bitsnet.ssl), as it does in BITS
         if top in self.boot_names and top not in MODELLED_BOOT:
+            if self._in_boot_dirs(top):
+                return None  # a stand-in on PYTHONPATH plays BITS's module (tests/fixtures/bits_fake)
             return no_module(name, " (BITS has it in /boot/python; the simulator does not)")
         if name in self.allowed and name != "encodings.idna":
             return None
