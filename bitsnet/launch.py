@@ -19,7 +19,8 @@ BITS's GRUB has ``py 'CODE'`` and an interactive ``python`` command, but no ``-m
     ``__main__``'s namespace; Ctrl-D or Esc on an empty line leaves).
 ``register_grub_commands()``
     makes that the ``python`` command: ``bits.register_grub_command`` registers it again, and
-    GRUB runs the latest registration of a name. ``tools/bits_install.py`` adds the line that
+    GRUB runs the latest registration of a name; on a boot with ``BITSNET_LAB`` set it then runs
+    the lab's plan (``bitsnet.lab``). ``tools/bits_install.py`` adds the line that
     calls it to ``/boot/cfg/init.cfg``, after ``init.init()``.
 
 The command returns true when the exit status is 0, so GRUB scripts can test it
@@ -232,9 +233,25 @@ def _run_url(url, argv):
 
 
 def register_grub_commands():
-    """Make ``python`` (with ``-m``) a GRUB command; once per boot, later calls do nothing."""
+    """Make ``python`` (with ``-m``) a GRUB command; once per boot, later calls do nothing.
+    Then, on a boot with the GRUB variable ``BITSNET_LAB`` set (before init.cfg ran), run the
+    lab's plan (``_lab_boot``)."""
     if _state["registered"]:
         return
     import bits
     bits.register_grub_command("python", python_command, SUMMARY, DESCRIPTION)
     _state["registered"] = True
+    _lab_boot()
+
+
+def _lab_boot():
+    """An unattended run (bitsnet.lab.boot) when ``BITSNET_LAB`` is set: init.cfg's one bitsnet
+    line, which tools/bits_install.py adds after BITS's start-up, serves both."""
+    import os
+    try:
+        wanted = os.environ.get("BITSNET_LAB")
+    except Exception:  # BITS's os.environ is GRUB's: nothing to read is nothing to do
+        wanted = None
+    if wanted:
+        from bitsnet import lab
+        lab.boot()

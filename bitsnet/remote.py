@@ -70,8 +70,11 @@ def _urlopen():
     return urlopen
 
 
-def fetch(url, timeout=FETCH_TIMEOUT, limit=MAX_BODY):
-    """The body of ``url`` as bytes; ``FetchError`` (one line) for any failure."""
+def fetch(url, timeout=None, limit=None):
+    """The body of ``url`` as bytes; ``FetchError`` (one line) for any failure. ``timeout``
+    (default FETCH_TIMEOUT) is per socket operation; ``limit`` (default MAX_BODY) in bytes."""
+    timeout = FETCH_TIMEOUT if timeout is None else timeout
+    limit = MAX_BODY if limit is None else limit
     if not is_url(url):
         raise FetchError("%s: not an http:// or https:// URL" % url)
     try:

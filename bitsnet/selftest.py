@@ -217,6 +217,8 @@ def check_resolution(socket, names):
 
 
 def _split_peer(peer, default_port=8080):
+    if "://" in peer:  # BITSNET_LAB may be the URL of a lab's plan (bitsnet.lab): its host and port
+        peer = peer.split("://", 1)[1].split("/", 1)[0]
     host, _, port = peer.partition(":")
     return host, int(port or default_port)
 
