@@ -65,13 +65,14 @@ SCRIPTS = {"scripts/ok.py": b"import sys\nprint('ok.py says %r' % (sys.argv[1:],
 
 
 class LabPeer(peers.ServerPeer):
-    """The lab: GET serves ``files`` ({path: bytes}), PUT stores into ``uploads``; with
-    ``down_after`` the server closes for good once that path has been served (a lab that goes
-    down mid-run: later connections are refused)."""
+    """The lab: GET serves ``files`` ({path: bytes}), PUT stores into ``uploads`` (and, with
+    ``store``, into that directory as well: a peer in another process, bitsrun's namespace,
+    hands its uploads back that way); with ``down_after`` the server closes for good once that
+    path has been requested (a lab that goes down mid-run: later connections are refused)."""
 
-    def __init__(self, files, down_after=None):
+    def __init__(self, files, down_after=None, port=0, store=None):
         lab_peer = self
-        self.files, self.uploads, self.down_after = dict(files), {}, down_after
+        self.files, self.uploads, self.down_after, self.store = dict(files), {}, down_after, store
 
         class Handler(peers.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.0"
@@ -85,7 +86,14 @@ class LabPeer(peers.ServerPeer):
                 self._answer(200, lab_peer.files[path])
 
             def do_PUT(self):
-                lab_peer.uploads[self.path.lstrip("/")] = self.rfile.read(int(self.headers["Content-Length"]))
+                path = self.path.lstrip("/")
+                lab_peer.uploads[path] = data = self.rfile.read(int(self.headers["Content-Length"]))
+                if lab_peer.store is not None:
+                    target = os.path.join(lab_peer.store, path)
+                    if not os.path.isdir(os.path.dirname(target)):
+                        os.makedirs(os.path.dirname(target))
+                    with open(target, "wb") as handle:
+                        handle.write(data)
                 self._answer(201, b"")
 
             def _answer(self, code, body):
@@ -96,7 +104,7 @@ class LabPeer(peers.ServerPeer):
 
             def log_message(self, *args):
                 pass
-        peers.ServerPeer.__init__(self, peers.QuietHTTPServer((peers.HOST, 0), Handler))
+        peers.ServerPeer.__init__(self, peers.QuietHTTPServer((peers.HOST, port), Handler))
         self.stopped = False
 
     def stop_now(self):
