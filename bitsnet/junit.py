@@ -91,8 +91,7 @@ def _element(out, indent, name, attributes, body=None):
 
 
 def _failed_lines(record):
-    from bitsnet.results import INTERNAL_ERROR
-    return [u"[assert] %s FAIL" % _as_text(d) for d in record.failures if _as_text(d) != INTERNAL_ERROR]
+    return [u"[assert] %s FAIL" % _as_text(d) for d in record.assert_failures]
 
 
 def _exception_line(record):

@@ -25,6 +25,7 @@ Nothing here raises: a parser that fails gives ``UNKNOWN`` for what it could not
 from __future__ import absolute_import
 
 import binascii
+import sys
 
 UNKNOWN = "unknown"
 _ABSENT_UUIDS = ("00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff")
@@ -32,11 +33,14 @@ _state = {"run": None, "smbios": None}  # type: dict
 
 
 def _text(value):
+    """A native str (on 2.7 a byte string, as BITS's smbios gives and its console wants), or None."""
     if value is None:
         return None
-    if isinstance(value, bytes):
+    if isinstance(value, bytes) and sys.version_info[0] > 2:
         value = value.decode("utf-8", "replace")
-    value = value.strip().strip(u"\x00").strip()
+    elif not isinstance(value, (bytes, str)):
+        value = value.encode("utf-8")  # unicode on 2.7
+    value = value.strip().strip("\x00").strip()
     return value or None
 
 
@@ -70,7 +74,7 @@ def _smbios_values():
             pass
     machine_uuid = getattr(info, "uuid", None)
     if machine_uuid is not None:
-        text = str(machine_uuid).lower()
+        text = str(machine_uuid).lower()  # native str on both
         values["uuid"] = None if text in _ABSENT_UUIDS else text
     return values
 
@@ -84,7 +88,7 @@ def _new_run():
         pass
     try:
         from bitsnet import entropy
-        suffix = binascii.hexlify(entropy.random_bytes(2)).decode("ascii")
+        suffix = str(binascii.hexlify(entropy.random_bytes(2)).decode("ascii"))
     except Exception:
         suffix = "0000"
     return "%s-%s" % (stamp, suffix)

@@ -1,11 +1,14 @@
 """bitsnet.netconsole: mirror the console (``sys.stdout`` and ``sys.stderr``) to a UDP receiver.
 
-    python -m bitsnet.netconsole [--seq] [--dhcp-wait S] HOST[:PORT] -- MODULE [ARGS...]
+    python -m bitsnet.netconsole [--seq] [--syslog] [--dhcp-wait S] HOST[:PORT] -- MODULE [ARGS...]
 
 runs MODULE as ``python -m`` would, with everything it prints mirrored line by line to
 HOST:PORT (default 6666, netconsole's) over UDP; from code, ``start(host, port)`` and
 ``stop()``. On the host, ``nc -u -l 6666`` (or ``socat -u UDP-RECV:6666 -``, or any Linux
-netconsole receiver) shows the lines.
+netconsole receiver) shows the lines. With ``--syslog`` (``start(..., syslog=True)``) every
+line is an RFC 5424 syslog message instead (``bitsnet.syslog``: the machine's SMBIOS identity
+as HOSTNAME, APP-NAME ``bits``, the run id as PROCID, the stream as MSGID; default port 514),
+for rsyslog, journald-remote or Graylog (docs/lab.md section 4).
 
 Contents: ``start``, ``stop``, ``active``, ``add_secret``, ``NetConsole`` (the two streams and their stats),
 ``MirrorStream`` (what ``sys.stdout``/``sys.stderr`` are while it runs), ``Sender`` (the UDP
@@ -42,7 +45,8 @@ Rule 5: bring-up is bounded. With bitsnet installed, ``start()`` brings the NIC 
 
 Sequence numbers (``--seq``, ``start(..., seq=True)``): every datagram then begins with its
 number in decimal and a space ("17 text..."), counting from 0 every datagram made, including
-those dropped before sending, so a receiver sees a gap for every datagram lost anywhere. Off
+those dropped before sending, so a receiver sees a gap for every datagram lost anywhere (in
+syslog mode the number is RFC 5424's ``[meta sequenceId="N"]``, counting from 1). Off
 by default: plain lines are what ``nc`` and standard netconsole receivers show. Linux's
 extended format ("6,17,123456,-;text", ``ncfrag=`` for pieces) was not chosen: its numbers
 count printk records rather than datagrams and its timestamp is kernel-specific.
@@ -72,6 +76,7 @@ PY2 = sys.version_info[0] == 2
 _text_type = unicode if PY2 else str  # type: ignore[name-defined]  # noqa: F821
 
 DEFAULT_PORT = 6666  # the Linux netconsole's default receiver port
+SYSLOG_PORT = 514  # syslog over UDP (RFC 5426)
 # Bytes of text per datagram: Linux netconsole's MAX_PRINT_CHUNK. Fits one Ethernet frame
 # (1500 - 20 IP - 8 UDP) with room to spare, so no IP fragmentation, which neither
 # every receiver path nor the simulator handles.
@@ -156,9 +161,13 @@ def _bitsnet_installed():
 class Sender(object):
     """The queue of datagrams, the non-blocking UDP socket, and the network bring-up (Rule 5)."""
 
-    def __init__(self, host, port, seq=False):
+    def __init__(self, host, port, seq=False, syslog=None):
         self.host, self.port, self.seq = host, int(port), bool(seq)
-        self.limit = PAYLOAD - SEQ_ROOM if self.seq else PAYLOAD
+        self.syslog = syslog  # a bitsnet.syslog.SyslogFormat, or None: plain lines
+        if syslog is not None:
+            self.limit = PAYLOAD - syslog.room()
+        else:
+            self.limit = PAYLOAD - SEQ_ROOM if self.seq else PAYLOAD
         self.queue = collections.deque()  # type: collections.deque
         self.sock = None
         self.target = None  # type: tuple   # (address, port) once resolved
@@ -174,9 +183,11 @@ class Sender(object):
         self.errors += 1
         self.last_error = text
 
-    def enqueue(self, piece):
+    def enqueue(self, piece, stream="stdout"):
         """Queue one datagram's text (Rule 3 made the pieces); the oldest goes when full."""
-        if self.seq:
+        if self.syslog is not None:
+            piece = self.syslog.message(piece, stream, self.next_seq if self.seq else None)
+        elif self.seq:
             piece = ("%d " % self.next_seq).encode("ascii") + piece
         self.next_seq += 1
         self.queue.append(piece)
@@ -264,9 +275,10 @@ class MirrorStream(object):
     (Rule 1), then the text into this stream's line buffer (Rule 3). After ``stop()`` (if
     someone still holds it) it is a plain pass-through to the stream it replaced."""
 
-    def __init__(self, original, console):
+    def __init__(self, original, console, name="stdout"):
         self._original = original
         self._console = console
+        self._name = name  # "stdout" or "stderr" (the syslog severity and MSGID)
         self._pending = b""  # this stream's partial line (Rule 3)
 
     def write(self, text):
@@ -304,7 +316,7 @@ class MirrorStream(object):
             end = pending.find(b"\n", start)
             if end < 0:
                 break
-            self._pieces(pending[start:end + 1], sender)
+            self._pieces(pending[start:end + 1], sender, self._name)
             start = end + 1
         rest = pending[start:]
         hold = _held_back()
@@ -313,32 +325,32 @@ class MirrorStream(object):
             if len(rest) < sender.limit + hold:
                 break
             cut = _cut(rest, sender.limit)
-            sender.enqueue(rest[:cut])
+            sender.enqueue(rest[:cut], self._name)
             rest = rest[cut:]
         self._pending = rest
 
     @staticmethod
-    def _pieces(line, sender):
+    def _pieces(line, sender, name):
         line = _mask(line)
         while line:
             cut = _cut(line, sender.limit)
-            sender.enqueue(line[:cut])
+            sender.enqueue(line[:cut], name)
             line = line[cut:]
 
     def _flush_partial(self, sender):
         if self._pending:
-            self._pieces(self._pending + b"\n", sender)
+            self._pieces(self._pending + b"\n", sender, self._name)
             self._pending = b""
 
 
 class NetConsole(object):
     """The mirroring of ``sys.stdout`` and ``sys.stderr`` to one receiver (see ``start``)."""
 
-    def __init__(self, host, port=DEFAULT_PORT, seq=False):
-        self.sender = Sender(host, port, seq)
+    def __init__(self, host, port=DEFAULT_PORT, seq=False, syslog=None):
+        self.sender = Sender(host, port, seq, syslog)
         self.saved = (sys.stdout, sys.stderr)
-        self.stdout = MirrorStream(sys.stdout, self)
-        self.stderr = MirrorStream(sys.stderr, self)
+        self.stdout = MirrorStream(sys.stdout, self, "stdout")
+        self.stderr = MirrorStream(sys.stderr, self, "stderr")
         self._busy = False
         self._deferred = []  # type: list   # (stream, bytes) written during mirroring (Rule 4)
         self.stopped = False
@@ -421,18 +433,33 @@ class NetConsole(object):
 
 
 # --------------------------------------------------------------------------- the API
-def start(host, port=DEFAULT_PORT, seq=False, dhcp_wait=DHCP_WAIT):
+def start(host, port=None, seq=False, dhcp_wait=DHCP_WAIT, syslog=False, hostname=None, app_name=None):
     """Mirror ``sys.stdout`` and ``sys.stderr`` to UDP ``host``:``port`` until ``stop()``.
 
     Returns the NetConsole (``.stats()``). A running netconsole is stopped first, so the
     streams wrapped are always the plain ones. With bitsnet installed the NIC is brought up
     first (DHCP waited for at most ``dhcp_wait`` s); a network that is down is not an error:
-    mirroring starts when it comes up (module docstring, Rule 5)."""
+    mirroring starts when it comes up (module docstring, Rule 5). ``syslog``: RFC 5424
+    messages (``port`` default 514) with ``hostname`` (default: the machine's identity,
+    ``bitsnet.machineid``) and ``app_name`` (default ``bits``)."""
     stop()
-    console = NetConsole(host, port, seq)
+    form = None
+    if syslog:
+        form = _syslog_format(hostname, app_name)
+    if port is None:
+        port = SYSLOG_PORT if syslog else DEFAULT_PORT
+    console = NetConsole(host, port, seq, form)
     _state["active"] = console
     console.install(dhcp_wait)
     return console
+
+
+def _syslog_format(hostname, app_name):
+    from bitsnet import machineid, syslog
+    ident = machineid.identity()
+    if hostname is None:
+        hostname = ident["machine"] if ident["machine"] != machineid.UNKNOWN else None
+    return syslog.SyslogFormat(hostname, app_name or syslog.APP_NAME, ident["run"])
 
 
 def stop():
@@ -451,29 +478,37 @@ def active():
 
 
 # --------------------------------------------------------------------------- command line
-USAGE = """usage: python -m bitsnet.netconsole [--seq] [--dhcp-wait S] HOST[:PORT] [--] MODULE [ARGS...]
+USAGE = """usage: python -m bitsnet.netconsole [--seq] [--syslog] [--hostname NAME] [--app-name NAME]
+                                    [--dhcp-wait S] HOST[:PORT] [--] MODULE [ARGS...]
 
 Run MODULE (as python -m does) with sys.stdout and sys.stderr mirrored line by line to UDP
 HOST:PORT (default port %d). Receive with: nc -u -l %d
 --seq: prefix every datagram with its sequence number (gaps show drops).
+--syslog: send RFC 5424 syslog messages (default port %d); --hostname and --app-name
+  replace the machine's SMBIOS identity and "bits" in them.
 --dhcp-wait S: seconds to wait for DHCP if the NIC has no address (default %.1f).
-""" % (DEFAULT_PORT, DEFAULT_PORT, DHCP_WAIT)
+""" % (DEFAULT_PORT, DEFAULT_PORT, SYSLOG_PORT, DHCP_WAIT)
 
 
 def parse_args(argv):
-    """(host, port, seq, dhcp_wait, module, module_args); no argparse (small BITS trees)."""
+    """(host, port, options, module, module_args); ``options``: seq, dhcp_wait, syslog,
+    hostname, app_name (``start``'s keywords); no argparse (small BITS trees)."""
     args = list(argv)
-    seq, dhcp_wait = False, DHCP_WAIT
+    options = {"seq": False, "dhcp_wait": DHCP_WAIT, "syslog": False, "hostname": None, "app_name": None}
     while args and args[0].startswith("-"):
         arg = args.pop(0)
         name, eq, value = arg.partition("=")
         if name in ("-h", "--help"):
             raise SystemExit(USAGE)
-        if name == "--seq" and not eq:
-            seq = True
-        elif name == "--dhcp-wait" and (eq or args):
+        if name in ("--seq", "--syslog") and not eq:
+            options[name[2:]] = True
+        elif name in ("--dhcp-wait", "--hostname", "--app-name") and (eq or args):
+            value = value if eq else args.pop(0)
+            if name != "--dhcp-wait":
+                options[name[2:].replace("-", "_")] = value
+                continue
             try:
-                dhcp_wait = float(value if eq else args.pop(0))
+                options["dhcp_wait"] = float(value)
             except ValueError:
                 raise SystemExit("netconsole: --dhcp-wait needs a number\n" + USAGE)
         else:
@@ -481,25 +516,28 @@ def parse_args(argv):
     if not args:
         raise SystemExit("netconsole: HOST[:PORT] missing\n" + USAGE)
     host, colon, port_text = args.pop(0).rpartition(":")
+    port = None  # the mode's default
     if not colon:
-        host, port_text = port_text, str(DEFAULT_PORT)
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise SystemExit("netconsole: bad port %r\n%s" % (port_text, USAGE))
+        host = port_text
+    else:
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise SystemExit("netconsole: bad port %r\n%s" % (port_text, USAGE))
     if args and args[0] == "--":
         args.pop(0)
     if not args:
         raise SystemExit("netconsole: MODULE missing\n" + USAGE)
-    return host, port, seq, dhcp_wait, args[0], args[1:]
+    return host, port, options, args[0], args[1:]
 
 
 def main(argv=None):
-    host, port, seq, dhcp_wait, module, module_args = parse_args(sys.argv[1:] if argv is None else argv)
+    host, port, options, module, module_args = parse_args(sys.argv[1:] if argv is None else argv)
     from bitsnet import launch  # BITS has no runpy (docs/bits-environment.md section 2)
-    console = start(host, port, seq=seq, dhcp_wait=dhcp_wait)
+    console = start(host, port, **options)
+    mode = "as syslog messages" if options["syslog"] else "over UDP"
     if console.sender.sock is not None:
-        print("netconsole: mirroring the console to %s over UDP" % console.address)
+        print("netconsole: mirroring the console to %s %s" % (console.address, mode))
     else:
         print("netconsole: network not up yet (%s); mirroring to %s starts when it is"
               % (console.sender.last_error, console.address))

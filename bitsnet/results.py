@@ -46,7 +46,8 @@ puts back afterwards whatever happens:
 
 Limits: a test that never returns (a hang) is not ended by this module -- a caller with a time
 limit raises out of it (``report`` is filled as the run goes, so the tests done so far are kept;
-the interrupted test is recorded as an error). Output a test writes past ``sys.stdout`` (C
+the interrupted test is recorded as an error; with ``resume_on`` naming that exception's class
+the tests after it still run). Output a test writes past ``sys.stdout`` (C
 code printing through GRUB) is on the console but not in the record.
 """
 
@@ -101,6 +102,12 @@ class TestRecord(object):
         if text.endswith(u"\n"):
             text = text[:-1]
         return text.split(u"\n") if text else []
+
+    @property
+    def assert_failures(self):
+        """The failed asserts of the test itself (BITS's "Internal error" left out: an
+        exception is reported as such)."""
+        return [d for d in self.failures if d != INTERNAL_ERROR]
 
     @property
     def suite(self):
@@ -184,11 +191,12 @@ class _Recorder(object):
         self.suite = suite
         self.report = report
         self.current = None  # type: TestRecord
+        self.index = -1  # the running test's place in the run's plan
         self.started = 0.0
         self.original_test = suite.test
         self.original_summary = suite.summary
 
-    def hooked(self, submenu, entry):
+    def hooked(self, index, submenu, entry):
         """A copy of registry ``entry`` whose ``func`` attribute, read by run_all_tests just
         before the call, starts the test's record and gives BITS the test's own function: no
         frame of ours is between BITS and the test, so a traceback prints as it always does."""
@@ -199,16 +207,16 @@ class _Recorder(object):
         class Hooked(type(entry)):  # type: ignore[misc,valid-type]
             @property
             def func(self):
-                recorder.start(entry.name, submenu)
+                recorder.start(index, entry.name, submenu)
                 return tuple.__getitem__(self, where)
         values = list(entry)
         values[fields.index("runall")] = True
         return Hooked(*values)
 
-    def start(self, name, submenu):
+    def start(self, index, name, submenu):
         record = TestRecord(name, submenu)
         self.report.tests.append(record)
-        self.current = record
+        self.current, self.index = record, index
         self.started = _clock()
 
     def finish(self, record):
@@ -287,7 +295,7 @@ def names():
 
 
 def _select(suite, selection):
-    """{submenu: [entries]} and the submenus, for ``selection`` (see ``run_tests``)."""
+    """[(submenu, entry)] to run for ``selection`` (see ``run_tests``), in menu order."""
     order = list(suite.submenus) + [None]
     wanted = None if selection is None else set(selection)
     if wanted is not None:
@@ -295,7 +303,7 @@ def _select(suite, selection):
         missing = [n for n in selection if n not in known]
         if missing:
             raise LookupError("no BITS test or submenu named %s" % ", ".join(repr(n) for n in missing))
-    chosen = {}
+    plan = []
     for submenu in order:
         for entry in suite.tests.get(submenu, ()):
             if wanted is None:
@@ -305,47 +313,81 @@ def _select(suite, selection):
             else:
                 take = submenu in wanted and entry.runsub
             if take:
-                chosen.setdefault(submenu, []).append(entry)
-    return chosen, [s for s in suite.submenus if s in chosen]
+                plan.append((submenu, entry))
+    return plan
 
 
-def run_tests(selection=None, report=None):
+def _registry(recorder, plan, start):
+    """BITS's registry shape ({submenu: entries}, submenus) for plan[start:], hooked."""
+    tests, submenus = {None: []}, []  # type: (dict, list)  # run_all_tests reads tests[None] always
+    for index in range(start, len(plan)):
+        submenu, entry = plan[index]
+        if submenu is not None and submenu not in tests:
+            submenus.append(submenu)
+        tests.setdefault(submenu, []).append(recorder.hooked(index, submenu, entry))
+    return tests, submenus
+
+
+def run_tests(selection=None, report=None, resume_on=()):
     """Run BITS's tests through BITS's own ``testsuite.run_all_tests()`` and record them.
 
     ``selection``: None runs what BITS's "Run all tests" runs; else a list of names, each a
     submenu (its tests as the submenu's "Run all tests" picks them: ``runsub``) or a test (run
     whatever its flags), in BITS's menu order; an unknown name raises LookupError before
     anything runs. ``report``: a Report to fill (a caller that may interrupt the run keeps
-    what was recorded); a new one by default. Returns the Report."""
+    what was recorded); a new one by default. Returns the Report.
+
+    An exception BITS does not handle (not an ``Exception``: a caller's time limit, Ctrl-C)
+    ends the run and is raised, the test it cut short recorded as an error -- unless it is
+    an instance of ``resume_on`` (a tuple of classes): then that test is recorded so, one line
+    says so on the console, and BITS's ``run_all_tests`` runs again for the tests after it
+    (so the console shows BITS's "Running all tests" and "Overall summary" once more, and
+    neither of BITS's overall summaries counts the test cut short; the Report does)."""
     suite = _testsuite()
     report = Report() if report is None else report
-    chosen, submenus = _select(suite, selection)
+    plan = _select(suite, selection)
     recorder = _Recorder(suite, report)
-    tests = {None: []}  # type: dict   # run_all_tests looks up the top menu's list always
-    for submenu, entries in chosen.items():
-        tests[submenu] = [recorder.hooked(submenu, e) for e in entries]
     saved = (suite.tests, suite.submenus, suite.test, suite.summary, sys.stdout, sys.stderr)
     started = _clock()
-    suite.tests, suite.submenus = tests, submenus
     suite.test, suite.summary = recorder.test, recorder.summary
     sys.stdout = _RecordingStream(sys.stdout, recorder)
     sys.stderr = _RecordingStream(sys.stderr, recorder)
     try:
-        suite.run_all_tests()
-    except BaseException:  # not an Exception BITS handles: the run was interrupted
-        if recorder.current is not None and recorder.current.exception is None:
-            recorder.current.exception = traceback.format_exc()
-        raise
+        start = 0
+        while True:
+            suite.tests, suite.submenus = _registry(recorder, plan, start)
+            try:
+                suite.run_all_tests()
+                break
+            except BaseException as exc:  # not an Exception BITS handles: the run was interrupted
+                record = recorder.current
+                if record is None:
+                    raise
+                if record.exception is None:
+                    record.exception = traceback.format_exc()
+                recorder.finish(record)
+                recorder.current = None
+                if not isinstance(exc, tuple(resume_on)) or recorder.index + 1 >= len(plan):
+                    raise
+                start = recorder.index + 1
+                print("results: %s cut short (%s); the remaining tests run on"
+                      % (record.name, _one_line(exc)))
     finally:
         suite.tests, suite.submenus, suite.test, suite.summary = saved[:4]
         if isinstance(sys.stdout, _RecordingStream):
             sys.stdout = saved[4]
         if isinstance(sys.stderr, _RecordingStream):
             sys.stderr = saved[5]
-        if recorder.current is not None:  # interrupted: its numbers so far
-            recorder.finish(recorder.current)
         report.seconds += _clock() - started
     return report
+
+
+def _one_line(exc):
+    try:
+        text = str("%s: %s" % (type(exc).__name__, exc))
+    except Exception:  # a unicode message on 2.7
+        text = type(exc).__name__
+    return " ".join(text.split())
 
 
 # --------------------------------------------------------------------------- BITS's log

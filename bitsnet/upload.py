@@ -5,7 +5,8 @@
                         name="junit.xml")
     upload.deliver(url, report.junit_xml(), content_type="application/xml")
 
-Contents: ``identity`` (``bitsnet.machineid``'s), ``expand``, ``deliver``, ``UploadError``.
+Contents: ``identity`` (``bitsnet.machineid``'s), ``expand``, ``deliver``, ``deliver_file``,
+``UploadError``.
 
 URL templates (``expand``): ``{uuid}``, ``{serial}``, ``{product}``, ``{machine}`` (the best
 of the three), ``{run}`` (this boot's run id) and ``{name}`` (what is uploaded) are replaced by
@@ -20,7 +21,8 @@ a connection refused, reset or timed out, a name that does not resolve yet, an H
 429 or 5xx -- is retried after a pause that doubles from ``backoff`` seconds (at most
 BACKOFF_MAX), ``retries`` times; each failed attempt is reported through ``progress``. Any
 other answer (3xx, 4xx: the URL or the server's configuration is wrong, the same request will
-not do better) ends it at once. When nothing more will be tried ``deliver`` raises
+not do better), and an error that is not the network's (a URL httplib refuses, a bug), end
+it at once. When nothing more will be tried ``deliver`` raises
 ``UploadError`` with one line saying what was not delivered where and why: a result is never
 dropped silently. No threads (BITS has none): the caller waits, the pauses included.
 """
@@ -116,14 +118,24 @@ def _http():
     return http.client
 
 
+def _native(text):
+    """``text`` as the native str: on 2.7 a byte string, as BITS's console and its log (a
+    StringIO that cannot join non-ASCII bytes with unicode) want everything printed."""
+    if PY2 and isinstance(text, _text_type):
+        return text.encode("ascii", "backslashreplace")
+    if not PY2 and isinstance(text, bytes):
+        return text.decode("ascii", "backslashreplace")
+    return str(text)
+
+
 def _one_line(text):
-    return " ".join(_text_type(text).split()) or "(no detail)"
+    return " ".join(_native(text).split()) or "(no detail)"
 
 
 def _describe(exc):
     """One line for an exception of a failed attempt."""
-    detail = getattr(exc, "strerror", None) or _text_type(exc)
-    return _one_line("%s: %s" % (type(exc).__name__, detail))
+    detail = getattr(exc, "strerror", None) or exc
+    return _one_line("%s: %s" % (type(exc).__name__, _native(detail) if not isinstance(detail, str) else detail))
 
 
 class _Attempt(object):
@@ -192,33 +204,54 @@ def deliver(url, data, method="PUT", content_type="application/octet-stream", re
         data = bytes(data)
     method = method.upper()
     _split(url)  # a bad URL is the caller's error, not the lab's: raised now, never retried
-    label = name or url.rstrip("/").rsplit("/", 1)[-1] or url
+    url = _native(url)
+    label = _native(name or url.rstrip("/").rsplit("/", 1)[-1] or url)
     attempt = _Attempt(method, url, data, content_type, timeout, list(headers), progress)
     delay, attempts = float(backoff), 0
     status, reason, code = None, "", None
     started = clock.monotonic()
     while True:
         attempts += 1
+        permanent = False
         try:
             status, reason = attempt.run()
         except (EnvironmentError, _http().HTTPException) as exc:
             status, reason, code = None, _describe(exc), getattr(exc, "errno", None)
+            permanent = isinstance(exc, _http().InvalidURL)  # httplib refuses the URL itself
+        except Exception as exc:  # a bug: asking again will not help
+            status, reason, code, permanent = None, _describe(exc), None, True
         if status is not None and 200 <= status <= 299:
             if progress is not None and len(data) >= PROGRESS_MIN:
                 progress("upload: %s %s: %d %s, %d bytes in %.1f s" % (method, url, status, reason, len(data),
                                                                       clock.monotonic() - started))
             return status
         what = reason if status is None else "HTTP %d %s" % (status, reason)
-        final = attempts > retries or (status is not None and not _retryable_status(status))
+        final = permanent or attempts > retries or (status is not None and not _retryable_status(status))
         if final:
-            raise UploadError("upload: %s (%d bytes) not delivered: %s %s: %s (%d attempt%s)" % (
-                label, len(data), method, url, what, attempts, "" if attempts == 1 else "s"),
+            raise UploadError(_one_line("upload: %s (%d bytes) not delivered: %s %s: %s (%d attempt%s)" % (
+                label, len(data), method, url, what, attempts, "" if attempts == 1 else "s")),
                 url=url, size=len(data), attempts=attempts, status=status, reason=what, code=code)
         if progress is not None:
-            progress("upload: %s %s failed (%s); retry %d of %d in %.1f s" % (method, url, what, attempts,
-                                                                            retries, delay))
+            progress(_one_line("upload: %s %s failed (%s); retry %d of %d in %.1f s" % (
+                method, url, what, attempts, retries, delay)))
         if _sleep is None:
             import time
             _sleep = time.sleep
         _sleep(delay)  # type: ignore[operator]
         delay = min(BACKOFF_MAX, delay * 2)
+
+
+def deliver_file(template, path, name=None, content_type="application/octet-stream", **options):
+    """Deliver the file at ``path`` (read whole: BITS's ``open`` reads the boot disk) to
+    ``template`` expanded with ``{name}`` = ``name`` or the file's base name; ``options`` go
+    to ``deliver``. A file that cannot be read raises UploadError too (nothing was sent)."""
+    name = name or path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    url = expand(template, name=name)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except EnvironmentError as exc:
+        reason = _describe(exc)
+        raise UploadError(_one_line("upload: %s not delivered: cannot read %s: %s" % (name, path, reason)),
+                          url=url, code=getattr(exc, "errno", None), reason=reason)
+    return deliver(url, data, content_type=content_type, name=name, **options)

@@ -384,8 +384,12 @@ def test_console_errors_propagate_and_are_not_mirrored(consoles, receiver):
 
 
 def test_parse_args():
-    assert netconsole.parse_args(["10.0.2.2", "--", "mod", "-x"]) == ("10.0.2.2", 6666, False, 3.0, "mod", ["-x"])
-    assert netconsole.parse_args(["--seq", "--dhcp-wait", "1", "h:7", "mod"]) == ("h", 7, True, 1.0, "mod", [])
+    plain = {"seq": False, "dhcp_wait": 3.0, "syslog": False, "hostname": None, "app_name": None}
+    assert netconsole.parse_args(["10.0.2.2", "--", "mod", "-x"]) == ("10.0.2.2", None, plain, "mod", ["-x"])
+    assert netconsole.parse_args(["--seq", "--dhcp-wait", "1", "h:7", "mod"]) == (
+        "h", 7, dict(plain, seq=True, dhcp_wait=1.0), "mod", [])
+    assert netconsole.parse_args(["--syslog", "--hostname=rack3-slot7", "--app-name", "lab", "h", "m"]) == (
+        "h", None, dict(plain, syslog=True, hostname="rack3-slot7", app_name="lab"), "m", [])
     for bad in ([], ["h"], ["--bogus", "h", "m"], ["h:port", "m"]):
         with pytest.raises(SystemExit):
             netconsole.parse_args(bad)

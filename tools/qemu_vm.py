@@ -40,6 +40,8 @@ PACKAGE_FILES = {
     "gnu-efi": "/usr/lib/crt0-efi-x86_64.o",
     "mtools": "/usr/bin/mcopy",
     "dosfstools": "/sbin/mkfs.fat",
+    "nginx": "/usr/sbin/nginx",  # the lab's WebDAV server in the tests (tests/labservers.py)
+    "rsyslog": "/usr/sbin/rsyslogd",  # the lab's syslog server in the tests
 }
 NETNS_ENV = "QEMU_VM_NETNS"  # set to "1" in a process that runs inside the namespace
 MOUNTNS_ENV = "QEMU_VM_MOUNTNS"  # "1": and in a mount namespace of its own (in_new_namespace)
@@ -225,6 +227,12 @@ def fresh_vars(directory):
     return path
 
 
+# The machine's SMBIOS identity (System Information, type 1): a lab names machines by it
+# (bitsnet.machineid); without -uuid QEMU leaves the UUID all zeros, "not present".
+MACHINE_UUID = "5a1eb175-0c0d-4e1a-9b17-000000000007"
+MACHINE_SERIAL = "BITSNET-QEMU-7"
+
+
 def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra="", monitor=None):
     """The QEMU command line; ``hostfwd``: guest TCP ports reached at the same port on 127.0.0.1;
     ``monitor``: a Unix socket path for the human monitor (``Monitor``), else none."""
@@ -234,6 +242,7 @@ def qemu_command(image, vars_copy, hostfwd=(), memory=256, netdev_extra="", moni
     netdev += netdev_extra
     return ["qemu-system-x86_64", "-machine", "q35,accel=tcg", "-m", str(memory), "-nodefaults",
             "-display", "none", "-no-reboot", "-serial", "stdio",
+            "-uuid", MACHINE_UUID, "-smbios", "type=1,serial=" + MACHINE_SERIAL,
             "-monitor", "unix:%s,server=on,wait=off" % monitor if monitor else "none",
             "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + OVMF_CODE,
             "-drive", "if=pflash,format=raw,unit=1,file=" + vars_copy,
