@@ -1,12 +1,13 @@
 """The lab workflow in real BITS 2079 on OVMF under QEMU (tools/bitsrun.py), two boots:
 
 1. unattended: ``BITSNET_LAB`` set before BITS's init.cfg; the boot fetches the plan from the lab
-   (a server in the test, in QEMU's namespace), runs three of BITS's own test menus that work
-   under QEMU, a program from the lab, one the lab does not have and one that hangs past its
-   limit, PUTs the JUnit XML and BITS's log under the SMBIOS UUID QEMU was given, mirrors the
-   console to a UDP receiver, and powers off (the plan's ``end halt``). The host checks that the
-   XML's totals are BITS's console summaries, that the log arrived whole, and that the missing
-   script and the hang cost nothing else.
+   -- Debian's nginx in QEMU's namespace, serving the plan and scripts and taking WebDAV PUTs,
+   configured as the README says (tests/labservers.py) -- runs three of BITS's own test menus
+   that work under QEMU, a program from the lab, one the lab does not have and one that hangs
+   past its limit, PUTs the JUnit XML and BITS's log under the SMBIOS UUID QEMU was given,
+   mirrors the console as syslog to a real rsyslogd, and powers off (the plan's ``end halt``).
+   The host checks that the XML's totals are BITS's console summaries, that the log arrived
+   whole, and that the missing script and the hang cost nothing else.
 2. ``python URL`` at the GRUB prompt: a program and a zip from the lab, a 404 and a refused
    connection (one line each, false status).
 """
@@ -15,9 +16,8 @@ from __future__ import print_function
 
 import os
 import re
-import socket
+import signal
 import sys
-import threading
 import xml.etree.ElementTree as ElementTree
 
 import pytest
@@ -28,18 +28,18 @@ import test_remote
 
 sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
 import bitsrun  # noqa: E402
+import labservers  # noqa: E402
 import qemu_vm  # noqa: E402
 
 pytestmark = pytest.mark.realbits
 MISSING = bitsrun.unavailable()
 LAB_PORT = 8090  # in QEMU's private namespace: nothing else listens there
-CONSOLE_PORT = 6666
-MACHINE_UUID = "6c61622d-7275-6e00-8000-0000000000b1"
-SERIAL = "LAB-0042"
+SYSLOG_PORT = 5514
 
-PLAN = b"""\
+PLAN = ("""\
 # bitsnet's real-BITS lab plan (tests/test_lab_realbits.py)
 timeout 240
+console syslog 10.0.2.2:%d
 tests "EFI Tests" "SMRR configuration" "MP Table"
 run scripts/ok.py one "two words"
 run scripts/missing.py
@@ -48,7 +48,7 @@ run scripts/hang.py
 upload junit results/{uuid}/{run}/junit.xml
 upload log results/{uuid}/{run}/{name}
 end halt
-"""
+""" % SYSLOG_PORT).encode("ascii")
 
 UNATTENDED_CFG = """\
 set BITSNET_LAB='http://10.0.2.2:%d/plan.txt'
@@ -75,38 +75,42 @@ halt
 """ % {"port": LAB_PORT}
 
 
-def _boot(monkeypatch, grub_cfg, files, store):
-    """One boot with ``grub_cfg``; the bitsrun Result. The lab (LabPeer) and the console's UDP
-    receiver run in bitsrun's namespace, a forked process: uploads land in ``store``/uploads,
-    mirrored lines in ``store``/console.txt."""
+def _boot(monkeypatch, grub_cfg, files, store, servers=False):
+    """One boot with ``grub_cfg``; the bitsrun Result. The lab runs in bitsrun's namespace (a
+    forked process): with ``servers``, nginx (``files`` in its root, uploads stored there) and
+    rsyslogd, whose pids go to ``store``/pids for the test to stop them; else a LabPeer that
+    stores its uploads in ``store``/www."""
 
     def setup():
-        test_lab.LabPeer(files, port=LAB_PORT, store=os.path.join(store, "uploads")).__enter__()
-        receiver = threading.Thread(target=_receive, args=(os.path.join(store, "console.txt"),))
-        receiver.daemon = True
-        receiver.start()
+        if not servers:
+            test_lab.LabPeer(files, port=LAB_PORT, store=os.path.join(store, "www")).__enter__()
+            return {}
+        root = os.path.join(store, "nginx", "www")
+        for path, data in files.items():
+            if not os.path.isdir(os.path.dirname(os.path.join(root, path))):
+                os.makedirs(os.path.dirname(os.path.join(root, path)))
+            with open(os.path.join(root, path), "wb") as handle:
+                handle.write(data)
+        nginx = labservers.Nginx(os.path.join(store, "nginx"), LAB_PORT)
+        rsyslog = labservers.Rsyslog(os.path.join(store, "rsyslog"), SYSLOG_PORT)
+        with open(os.path.join(store, "pids"), "w") as handle:
+            handle.write("%d %d\n" % (nginx.process.pid, rsyslog.process.pid))
         return {}
-    original = qemu_vm.qemu_command
-
-    def with_smbios(*args, **kwargs):
-        return original(*args, **kwargs) + ["-smbios", "type=1,uuid=%s,serial=%s" % (MACHINE_UUID, SERIAL)]
     monkeypatch.setattr(bitsrun, "GRUB_CFG", grub_cfg)
-    monkeypatch.setattr(qemu_vm, "qemu_command", with_smbios)
-    return bitsrun.run(code="print('wrapper')", timeout=420, setup=setup)
+    try:
+        return bitsrun.run(code="print('wrapper')", timeout=420, setup=setup)
+    finally:
+        pids = os.path.join(store, "pids")
+        if os.path.exists(pids):
+            for pid in open(pids).read().split():
+                try:
+                    os.kill(int(pid), signal.SIGTERM)  # the servers setup() started
+                except OSError:
+                    pass
 
 
-def _receive(path):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", CONSOLE_PORT))
-    with open(path, "ab") as out:
-        while True:
-            out.write(sock.recv(4096))
-            out.flush()
-
-
-def _uploads(store):
+def _uploads(top):
     found = {}
-    top = os.path.join(store, "uploads")
     for directory, _, names in os.walk(top):
         for name in names:
             path = os.path.join(directory, name)
@@ -118,15 +122,18 @@ def _uploads(store):
 @pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 def test_an_unattended_boot_runs_the_plan_delivers_and_halts(monkeypatch, tmpdir):
     files = dict(test_lab.SCRIPTS, **{"plan.txt": PLAN})
-    result = _boot(monkeypatch, UNATTENDED_CFG, files, str(tmpdir))
+    for sub in ("nginx", "rsyslog"):
+        tmpdir.mkdir(sub)
+    assert qemu_vm.ensure_packages(["nginx", "rsyslog"], install=os.geteuid() == 0, tool="test")
+    result = _boot(monkeypatch, UNATTENDED_CFG, files, str(tmpdir), servers=True)
     console = "\n".join(result.console)
-    mirrored = tmpdir.join("console.txt").read_binary().decode("utf-8", "replace").splitlines()
+    syslog = tmpdir.join("rsyslog", "messages.log").read_binary().decode("utf-8", "replace").splitlines()
     # It halted from inside init.cfg: QEMU ended (no time-out), before GRUB reached the next line.
     assert not result.timed_out and result.status is None, console[-3000:]
     assert "@@lab after init.cfg" not in console, console[-3000:]
-    uploads = _uploads(str(tmpdir))
+    uploads = _uploads(str(tmpdir.join("nginx", "www")))
     junit = [p for p in uploads if p.endswith("/junit.xml")]
-    assert len(junit) == 1 and junit[0].startswith("results/%s/" % MACHINE_UUID), sorted(uploads)
+    assert len(junit) == 1 and junit[0].startswith("results/%s/" % qemu_vm.MACHINE_UUID), sorted(uploads)
     log = uploads[junit[0].replace("junit.xml", "bits-log.txt")].decode("utf-8", "replace")
     root = ElementTree.fromstring(uploads[junit[0]])
 
@@ -142,7 +149,7 @@ def test_an_unattended_boot_runs_the_plan_delivers_and_halts(monkeypatch, tmpdir
     summaries = re.findall(r"^Summary: (\d+) passed, (\d+) failed$", console, re.M)
     bits_cases = [c for name in ("EFI Tests", "BITS") for c in suites[name].findall("testcase")]
     assert len(bits_cases) == len(summaries) == 5  # three EFI CRC tests, SMRR, MP Table
-    assert props[0]["machine.serial"] == SERIAL and props[0]["machine.uuid"] == MACHINE_UUID
+    assert props[0]["machine.serial"] == qemu_vm.MACHINE_SERIAL and props[0]["machine.uuid"] == qemu_vm.MACHINE_UUID
 
     # The plan's steps: the missing script and the hang are failures, nothing else is lost.
     plan_cases = dict((c.get("name"), c) for c in suites["plan"].findall("testcase"))
@@ -160,9 +167,10 @@ def test_an_unattended_boot_runs_the_plan_delivers_and_halts(monkeypatch, tmpdir
     for line in tests_part.splitlines():
         assert line.strip() in log, line
     assert "lab: step 3/4: FAILED" in log and "HTTP 404 Not Found" in log
-    assert "TimeLimit: step 4 (line 7) ran past its time limit of 5 s" in log
-    # The console went to the lab too.
-    assert [line for line in mirrored if line.startswith("lab: step 1/4 (line 3): tests")], mirrored[:10]
+    assert "TimeLimit: step 4 (line 8) ran past its time limit of 5 s" in log
+    # The console went to the lab's rsyslogd too, under the machine's UUID.
+    steps = [line.split("\t") for line in syslog if "\tlab: step 1/4 (line 4): tests" in line]
+    assert steps and steps[0][0] == qemu_vm.MACHINE_UUID, syslog[:10]
     assert "lab: end: halt" in console
 
 
@@ -170,7 +178,7 @@ def test_an_unattended_boot_runs_the_plan_delivers_and_halts(monkeypatch, tmpdir
 def test_python_url_at_the_grub_prompt(monkeypatch, tmpdir):
     files = dict(test_lab.SCRIPTS, **{"app.zip": test_remote.make_zip(test_remote.APP)})
     files["scripts/ok.py"] = test_remote.PROGRAM
-    result = _boot(monkeypatch, PROMPT_CFG, files, str(tmpdir))
+    result = _boot(monkeypatch, PROMPT_CFG, files, str(tmpdir))  # a LabPeer: GETs only
     lines = result.console
     text = "\n".join(lines)
     assert "@@h2b begin" in lines and "@@h2b end" in lines, text[-3000:]
