@@ -14,6 +14,7 @@ The plan (docs/lab.md section 5): a text file, one directive a line, words split
 splits them (quotes for names with spaces), ``#`` starts a comment::
 
     timeout 300                       # time limit of each step from here on (0: none)
+    test-timeout 120                  # and of each BITS test in a tests step (default: none)
     console 10.0.2.2:6666             # netconsole receiver (default: the plan's host, port 6666)
     console syslog 10.0.2.2:514       # or RFC 5424 syslog; "console off": none
     tests "ACPI Tests" "SMBIOS"       # BITS test submenus or tests; "tests" alone: all of them
@@ -48,7 +49,7 @@ from __future__ import absolute_import, print_function
 import os
 import sys
 
-from bitsnet import clock
+from bitsnet import clock, watchdog
 
 PY2 = sys.version_info[0] == 2
 DEFAULT_PORT = 8080  # bitsnet.selftest's default lab port (tools/lab.py)
@@ -63,7 +64,7 @@ UPLOAD_TIMEOUT = None  # s per socket operation of an upload (None: bitsnet.uplo
 UPLOADS = {"junit": ("junit.xml", "application/xml"), "log": ("bits-log.txt", "text/plain; charset=utf-8")}
 ENDS = ("halt", "reboot", "prompt")
 EfiResetCold, EfiResetShutdown = 0, 2  # EFI_RESET_TYPE (UEFI 2.x, ResetSystem)
-DIRECTIVES = ("timeout", "console", "tests", "run", "upload", "retries", "end")
+DIRECTIVES = ("timeout", "test-timeout", "console", "tests", "run", "upload", "retries", "end")
 
 
 class PlanError(ValueError):
@@ -74,11 +75,17 @@ class PlanError(ValueError):
         self.line = line
 
 
-class Step(object):
-    """One ``tests`` or ``run`` line: ``kind``, ``args``, ``timeout``, ``line``."""
+class TestTimeLimit(watchdog.TimeLimit):
+    """One BITS test ran past the plan's ``test-timeout``: ``results.run_tests`` records it and
+    goes on with the next test (the step's own limit is a plain TimeLimit, which ends the step)."""
 
-    def __init__(self, kind, args, timeout, line):
+
+class Step(object):
+    """One ``tests`` or ``run`` line: ``kind``, ``args``, ``timeout``, ``line``, ``test_timeout``."""
+
+    def __init__(self, kind, args, timeout, line, test_timeout=0.0):
         self.kind, self.args, self.timeout, self.line = kind, args, timeout, line
+        self.test_timeout = test_timeout
 
     def describe(self):
         return " ".join([self.kind] + [_quoted(a) for a in self.args])
@@ -121,7 +128,7 @@ def parse(text):
     if isinstance(text, bytes) and not PY2:
         text = text.decode("utf-8", "replace")
     plan = Plan()
-    timeout = DEFAULT_TIMEOUT
+    limits = {"step": DEFAULT_TIMEOUT, "test": 0.0}  # the time limits in force (timeout, test-timeout)
     for number, raw in enumerate(text.splitlines(), 1):
         try:
             words = _split(raw)
@@ -131,31 +138,31 @@ def parse(text):
         if not words:
             continue
         try:
-            timeout = _directive(plan, words, timeout, number)
+            _directive(plan, words, limits, number)
         except PlanError as exc:
             plan.errors.append(exc)
     return plan
 
 
-def _directive(plan, words, timeout, number):
-    """Apply one line to ``plan``; the time limit from here on. PlanError if it is wrong."""
+def _directive(plan, words, limits, number):
+    """Apply one line to ``plan`` (and ``limits``); PlanError if it is wrong."""
     name, args = words[0].lower(), words[1:]
-    if name == "timeout":
+    if name in ("timeout", "test-timeout"):
         try:
             value = float(args[0]) if len(args) == 1 and args[0].lower() not in ("nan", "inf") else -1
         except ValueError:
             value = -1
         if value < 0:
-            raise PlanError(number, "timeout needs one number of seconds (0: no limit)")
-        return value
-    if name == "console":
+            raise PlanError(number, "%s needs one number of seconds (0: no limit)" % name)
+        limits["step" if name == "timeout" else "test"] = value
+    elif name == "console":
         plan.console = _console(args, number)
     elif name == "tests":
-        plan.steps.append(Step("tests", args, timeout, number))
+        plan.steps.append(Step("tests", args, limits["step"], number, limits["test"]))
     elif name == "run":
         if not args or (args[0] == "-m" and len(args) < 2) or (args[0].startswith("-") and args[0] != "-m"):
             raise PlanError(number, "run needs a program URL (or -m MODULE) and its arguments")
-        plan.steps.append(Step("run", args, timeout, number))
+        plan.steps.append(Step("run", args, limits["step"], number))
     elif name == "upload":
         if len(args) != 2 or args[0].lower() not in UPLOADS:
             raise PlanError(number, "upload needs what (%s) and one URL" % " or ".join(sorted(UPLOADS)))
@@ -172,7 +179,6 @@ def _directive(plan, words, timeout, number):
         plan.end, plan.end_line = args[0].lower(), number
     else:
         raise PlanError(number, "unknown directive %r (known: %s)" % (words[0], ", ".join(DIRECTIVES)))
-    return timeout
 
 
 def _console(args, number):
@@ -313,9 +319,8 @@ class Runner(object):
 
     def _run_step(self, step):
         """(ok, why) of one step; never raises an Exception (a TimeLimit is caught here too)."""
-        from bitsnet import watchdog
         if step.kind == "tests":
-            return self._tests(step, watchdog)
+            return self._tests(step)
         record = self._record(step.describe())
         started = clock.monotonic()
         saved = sys.stdout, sys.stderr
@@ -352,12 +357,16 @@ class Runner(object):
         program = remote.fetch_program(url)  # FetchError: recorded by the caller
         return program.run(step.args[1:])
 
-    def _tests(self, step, watchdog):
+    def _tests(self, step):
         from bitsnet import results
         before = len(self.report.tests)
+        what = "step %d (line %d)" % (self.plan.steps.index(step) + 1, step.line)
+        each = watchdog.limit(step.test_timeout, "a BITS test (%s)" % what, restart=lambda: len(self.report.tests),
+                              exception=TestTimeLimit)
         try:
-            with watchdog.limit(step.timeout, "step %d (line %d)" % (self.plan.steps.index(step) + 1, step.line)):
-                results.run_tests(step.args or None, report=self.report)
+            with watchdog.limit(step.timeout, what):
+                with each:
+                    results.run_tests(step.args or None, report=self.report, resume_on=(TestTimeLimit,))
         except (Exception, watchdog.TimeLimit) as exc:
             if isinstance(exc, LookupError) or len(self.report.tests) == before:
                 record = self._record(step.describe())

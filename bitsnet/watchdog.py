@@ -128,10 +128,18 @@ def _interrupted_frame():
 
 class limit(object):
     """``with limit(seconds, what):`` -- TimeLimit is raised inside the block once ``seconds``
-    have passed (None or 0: no limit). ``mode`` after entering: "efi-timer", "trace" or None."""
+    have passed (None or 0: no limit). ``mode`` after entering: "efi-timer", "trace" or None.
 
-    def __init__(self, seconds, what=None):
+    ``restart``: a function checked at every tick; whenever its value changes the ``seconds``
+    start again (a limit for each unit of progress: ``lambda: len(report.tests)`` gives each
+    BITS test its own). ``exception``: the TimeLimit subclass to raise (so a caller can tell
+    two nested limits apart)."""
+
+    def __init__(self, seconds, what=None, restart=None, exception=None):
         self.seconds, self.what = seconds, what
+        self.restart = restart
+        self.exception = exception or TimeLimit
+        self._progress = None
         self.deadline = None  # type: float
         self.event = None
         self.mode = None  # type: str
@@ -154,8 +162,22 @@ class limit(object):
             raise RuntimeError("SetTimer: %s" % efi.efi_status_decode.get(status, status))
         self.event = event
 
+    def _restarted(self):
+        """Whether ``restart`` says there was progress (the deadline then starts again)."""
+        if self.restart is None or self.deadline is None:
+            return False
+        value = self.restart()
+        if value == self._progress:
+            return False
+        self._progress = value
+        self.deadline = clock.monotonic() + self.seconds
+        return True
+
     def _tick(self):
         # A pending call: runs between two bytecodes of the interrupted code (module docstring).
+        if self._restarted():
+            self._clear_trap()
+            return
         if self.deadline is None or clock.monotonic() < self.deadline:
             return
         frame = _interrupted_frame()
@@ -167,7 +189,7 @@ class limit(object):
         finally:
             frame = None
         self.fired += 1
-        raise TimeLimit(self.seconds, self.what)
+        raise self.exception(self.seconds, self.what)
 
     def _set_trap(self, waiting):
         if waiting is None:
@@ -180,7 +202,7 @@ class limit(object):
             if event == "line" and self.deadline is not None:
                 self._clear_trap()
                 self.fired += 1
-                raise TimeLimit(self.seconds, self.what)
+                raise self.exception(self.seconds, self.what)
             return trap
         self._trap = waiting
         self._saved_trace = getattr(sys, "gettrace", lambda: None)()
@@ -214,9 +236,10 @@ class limit(object):
             counter[0] += 1
             if counter[0] >= TRACE_CHECK:
                 counter[0] = 0
-                if self.deadline is not None and clock.monotonic() >= self.deadline and safe_to_raise(frame):
+                if not self._restarted() and self.deadline is not None and \
+                        clock.monotonic() >= self.deadline and safe_to_raise(frame):
                     self.fired += 1
-                    raise TimeLimit(self.seconds, self.what)
+                    raise self.exception(self.seconds, self.what)
             return check
         frame = sys._getframe(2)  # the frames running now get no "call" event: trace them too
         while frame is not None:
@@ -228,6 +251,7 @@ class limit(object):
         if not self.seconds:
             return self
         self.deadline = clock.monotonic() + self.seconds
+        self._progress = self.restart() if self.restart is not None else None
         try:
             self._arm_timer()
             self.mode = "efi-timer"

@@ -32,6 +32,7 @@ redirect.redirect()
 import fake_tests, testsuite
 fake_tests.register()
 testsuite.add_test("Sleeps too long", lambda: time.sleep(60), submenu="Fake Hang")
+testsuite.add_test("After the hang", lambda: testsuite.test("still run", True), submenu="Fake Hang")
 from bitsnet import lab, remote
 lab.PLAN_RETRY = 0.1
 remote.FETCH_TIMEOUT = lab.UPLOAD_TIMEOUT = 5.0  # a lab that went down may leave connections hanging
@@ -53,6 +54,8 @@ run scripts/ok.py one "two words"
 run scripts/missing.py
 timeout 2
 run scripts/hang.py
+timeout 30
+test-timeout 2
 tests "Fake Hang"
 rn typo
 tests "No such menu"
@@ -165,15 +168,16 @@ def test_a_plan_runs_every_step_and_delivers_junit_and_log():
         receiver.close()
     lines = lab_lines(out)
     assert status == 0 and "@@status 1 halt" in out, out
-    assert "lab: plan %s: line 10: unknown directive 'rn' (known: timeout, console, tests, run, upload, " \
-           "retries, end)" % peer.url("plan.txt") in lines, out
+    assert "lab: plan %s: line 12: unknown directive 'rn' (known: timeout, test-timeout, console, tests, run, " \
+           "upload, retries, end)" % peer.url("plan.txt") in lines, out
     steps = [line for line in lines if re.match(r"lab: step \d/6: ", line)]
     assert [line.split(" in ")[0] for line in steps] == [
         "lab: step 1/6: FAILED", "lab: step 2/6: done", "lab: step 3/6: FAILED", "lab: step 4/6: FAILED",
         "lab: step 5/6: FAILED", "lab: step 6/6: FAILED"], out
     assert steps[2].endswith(": FetchError: %s: HTTP 404 Not Found" % peer.url("scripts/missing.py")), out
     assert "TimeLimit: step 4 (line 8) ran past its time limit of 2 s" in steps[3], out
-    assert "TimeLimit" in steps[4] and "LookupError: no BITS test or submenu named 'No such menu'" in steps[5]
+    assert steps[4].endswith(": 1 of 2 tests failed"), out  # the test cut short; the one after it ran
+    assert "LookupError: no BITS test or submenu named 'No such menu'" in steps[5], out
     seconds = [float(re.search(r" in ([0-9.]+) s", line).group(1)) for line in steps[3:5]]
     assert all(2.0 <= s < 6.0 for s in seconds), steps  # the limit, plus at most a few ticks
     assert lines[-2:] == ["lab: end: halt", "lab: halt failed (AttributeError: 'NoneType' object has no attribute "
@@ -189,7 +193,7 @@ def test_a_plan_runs_every_step_and_delivers_junit_and_log():
     # BITS's own numbers: the properties add up to the Overall summary lines on the console.
     overall = [tuple(map(int, m)) for m in re.findall(r"==== Overall summary: (\d+) passed, (\d+) failed ====", out)]
     properties = [dict((p.get("name"), p.get("value")) for p in s.iter("property")) for s in suites.values()]
-    assert sum(int(p["bits.passed"]) for p in properties) == sum(n for n, _ in overall) == 4
+    assert sum(int(p["bits.passed"]) for p in properties) == sum(n for n, _ in overall) == 5
     assert sum(int(p["bits.failed"]) for p in properties) == sum(m for _, m in overall) == 2
     assert properties[0]["machine.uuid"] == FAKE_UUID and properties[0]["plan"] == peer.url("plan.txt")
     plan_cases = cases(suites["plan"])
@@ -198,9 +202,10 @@ def test_a_plan_runs_every_step_and_delivers_junit_and_log():
     assert plan_cases["run scripts/missing.py"].find("error").get("type").endswith("FetchError")
     assert plan_cases["run scripts/hang.py"].find("error").get("type").endswith("TimeLimit")
     assert plan_cases['tests "No such menu"'].find("error").get("type") == "LookupError"
-    assert "line 10: unknown directive" in plan_cases["plan syntax"].find("error").text
-    assert cases(suites["Fake Hang"])["Sleeps too long"].find("error").get("type").endswith("TimeLimit")
-    assert int(root.get("tests")) == sum(len(s.findall("testcase")) for s in suites.values()) == 9
+    assert "line 12: unknown directive" in plan_cases["plan syntax"].find("error").text
+    assert cases(suites["Fake Hang"])["Sleeps too long"].find("error").get("type").endswith("TestTimeLimit")
+    assert cases(suites["Fake Hang"])["After the hang"].find("error") is None
+    assert int(root.get("tests")) == sum(len(s.findall("testcase")) for s in suites.values()) == 10
     # The log: BITS's from its start (the stand-in's banner), the tests' text, the runner's lines.
     assert log.startswith("BIOS Implementation Test Suite (BITS)\n"), out
     assert "==== Overall summary: 4 passed, 2 failed ====" in log and "lab: delivered junit: " in log
@@ -252,10 +257,11 @@ def test_plan_parsing_reports_every_wrong_line_by_number_and_keeps_the_rest():
     plan = lab.parse(b"# comment only\n\ntimeout 10\ntests 'ACPI Tests' SMBIOS   # two names\n"
                      b"run http://lab/x.py --flag 'a b'\ntimeout nope\nupload junit\nupload pdf x\n"
                      b"run\nend sleep\nend halt\nend reboot\ntests \"unclosed\nconsole syslog lab:99999\n"
-                     b"timeout 0\nrun -m bitsnet.selftest --peer lab\nretries 2\nfrobnicate\n")
+                     b"timeout 0\nrun -m bitsnet.selftest --peer lab\nretries 2\nfrobnicate\ntest-timeout 5\ntests\n")
     assert [(s.kind, s.args, s.timeout, s.line) for s in plan.steps] == [
         ("tests", ["ACPI Tests", "SMBIOS"], 10.0, 4), ("run", ["http://lab/x.py", "--flag", "a b"], 10.0, 5),
-        ("run", ["-m", "bitsnet.selftest", "--peer", "lab"], 0.0, 16)]
+        ("run", ["-m", "bitsnet.selftest", "--peer", "lab"], 0.0, 16), ("tests", [], 0.0, 20)]
+    assert [s.test_timeout for s in plan.steps] == [0.0, 0.0, 0.0, 5.0]
     assert plan.end == "halt" and plan.retries == 2 and plan.console == "default" and plan.uploads == []
     assert [str(e) for e in plan.errors] == [
         "line 6: timeout needs one number of seconds (0: no limit)",
@@ -266,7 +272,8 @@ def test_plan_parsing_reports_every_wrong_line_by_number_and_keeps_the_rest():
         "line 12: a second end line (the first is line 11)",
         "line 13: no closing quotation",
         "line 14: console: 'lab:99999' is not HOST[:PORT]",
-        "line 18: unknown directive 'frobnicate' (known: timeout, console, tests, run, upload, retries, end)"]
+        "line 18: unknown directive 'frobnicate' (known: timeout, test-timeout, console, tests, run, upload, "
+        "retries, end)"]
     assert lab.parse("console syslog 10.0.0.1\n").console == ("syslog", "10.0.0.1", 514)
     assert lab.parse("console off\nupload log x/{name}\n").console is None
 
