@@ -35,7 +35,7 @@ testsuite.add_test("Sleeps too long", lambda: time.sleep(60), submenu="Fake Hang
 testsuite.add_test("After the hang", lambda: testsuite.test("still run", True), submenu="Fake Hang")
 from bitsnet import lab, remote
 lab.PLAN_RETRY = 0.1
-remote.FETCH_TIMEOUT = lab.UPLOAD_TIMEOUT = 5.0  # a lab that went down may leave connections hanging
+remote.FETCH_TIMEOUT = lab.UPLOAD_TIMEOUT = 3.0  # a lab that went down may leave connections hanging
 if sys.argv[1] == "boot":
     lab.boot()
     print("@@after boot")
