@@ -9,8 +9,9 @@ thread between bytecodes exactly as in BITS. An exception the callable raises pr
 the interrupted code, as BITS's ``call_callback`` makes it do by returning -1 with the
 exception set. A ctypes callback cannot return with an exception set (ctypes prints it), and
 an asynchronous exception (``PyThreadState_SetAsyncExc``) would go off inside the callback
-itself, so the exception is raised by a line tracer set on the interrupted frames, at their
-next line or call: one line later than in BITS at most.
+itself, so the exception is raised by a tracer set on the interrupted frames, at their next
+opcode (Python 3.7+) or line (2.7, where a loop's backward jump is a line event): a little later
+than in BITS at most.
 """
 
 import ctypes
@@ -30,21 +31,30 @@ _event_callback = [None]
 
 
 def _raise_in_program(exc, frame):
-    """Raise ``exc`` in the interrupted code (``frame`` and its callers) at its next trace event:
-    a line, or the call of a function. The line tracer is only there until it has raised
-    (CPython drops a trace function that raises); the frames' own tracers are cleared first."""
+    """Raise ``exc`` in the interrupted code (``frame`` or one of its callers) at its next line
+    (or next opcode, where Python can trace those: a one-line ``while True: pass`` has no
+    line events on 3.x). Only those frames are traced -- the global trace function traces no
+    other frame, so the next pending call is not hit -- and only until it has raised (CPython
+    drops a trace function that raises); the frames' own tracers are cleared first."""
     chain = []
 
     def raiser(where, event, arg):
+        if event not in ("line", "opcode"):
+            return raiser
         for traced in chain:
             traced.f_trace = None
         del chain[:]
         raise exc
+
+    def no_other_frames(where, event, arg):
+        return None
     while frame is not None:
         frame.f_trace = raiser
+        if hasattr(frame, "f_trace_opcodes"):
+            frame.f_trace_opcodes = True
         chain.append(frame)
         frame = frame.f_back
-    sys.settrace(raiser)
+    sys.settrace(no_other_frames)
 
 
 def _run_pending(event):
