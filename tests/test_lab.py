@@ -242,13 +242,16 @@ def test_a_plan_that_cannot_be_fetched_is_one_line_and_the_boot_goes_on():
 
 
 def test_the_boot_hook_takes_host_and_port_and_ends_as_the_plan_says():
-    plan = b"console off\ntests \"Fake ACPI Tests\"\nupload junit {machine}.xml\nend reboot\n"
+    plan = (b"console off\ntests \"Fake ACPI Tests\"\nrun -m no_such_module_lab\n"
+            b"upload junit {machine}.xml\nend reboot\n")
     with LabPeer({"plan.txt": plan}) as peer:
         status, out = run_sim("boot", env={"BITSNET_LAB": "127.0.0.1:%d" % peer.port})
     lines = lab_lines(out)
     assert lines[0].startswith("lab: machine %s, run " % FAKE_UUID) and lines[0].endswith(
         "plan %s" % peer.url("plan.txt")), out
     assert list(peer.uploads) == ["%s.xml" % FAKE_UUID], out
+    assert "python: No module named no_such_module_lab" in out, out
+    assert [line for line in lines if line.startswith("lab: step 2/2: FAILED") and line.endswith(": exit status 1")]
     assert "lab: end: reboot" in lines and "@@after boot" in out, out
 
 
