@@ -9,7 +9,9 @@
    The host checks that the XML's totals are BITS's console summaries, that the log arrived
    whole, and that the missing script and the hang cost nothing else.
 2. ``python URL`` at the GRUB prompt: a program and a zip from the lab, a 404 and a refused
-   connection (one line each, false status).
+   connection (one line each, false status), and -- where the host can make a test CA (Python
+   3, ``openssl``) -- a program over HTTPS, verified by the firmware's TLS against the CA put at
+   ``/boot/bitsnet/ca.pem``.
 """
 
 from __future__ import print_function
@@ -58,6 +60,7 @@ py 'execfile("/boot/bitsrun/main.py")'
 halt
 """ % LAB_PORT
 
+HTTPS_PORT = 8443
 PROMPT_CFG = """\
 source /boot/cfg/init.cfg
 echo "@@h2b begin"
@@ -69,13 +72,43 @@ python http://10.0.2.2:%(port)d/scripts/missing.py
 echo "@@h2b status $?"
 python http://10.0.2.2:1/refused.py
 echo "@@h2b status $?"
-echo "@@h2b end"
+%(https)secho "@@h2b end"
 py 'execfile("/boot/bitsrun/main.py")'
 halt
-""" % {"port": LAB_PORT}
+"""
+HTTPS_LINES = """\
+python https://10.0.2.2:%d/scripts/ok.py tls
+echo "@@h2b status $?"
+""" % HTTPS_PORT
 
 
-def _boot(monkeypatch, grub_cfg, files, store, servers=False):
+def _pki(directory):
+    """The test CA and a server certificate for 10.0.2.2 (test_ssl_realbits's), or None where
+    they cannot be made here."""
+    try:
+        import test_ssl_realbits
+    except ImportError:
+        return None
+    if test_ssl_realbits.REASON is not None:
+        return None
+    test_ssl_realbits._make_pki(directory)
+    return directory
+
+
+def _https_server(pki, files):
+    """In the namespace: the files over HTTPS on HTTPS_PORT (the host's ssl; ciphers OVMF takes)."""
+    import ssl as hostssl
+    import peers
+    server = peers.QuietHTTPServer(("127.0.0.1", HTTPS_PORT), peers.files_handler(files))
+    context = hostssl.SSLContext(hostssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.path.join(pki, "server.pem"), os.path.join(pki, "server.key"))
+    context.set_ciphers("ECDHE+AESGCM:AESGCM:AES:!aNULL:!eNULL:@SECLEVEL=1")  # docs/tls.md: RSA/DHE only
+    server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    import test_ssl_realbits
+    test_ssl_realbits._serve(server)
+
+
+def _boot(monkeypatch, grub_cfg, files, store, servers=False, pki=None):
     """One boot with ``grub_cfg``; the bitsrun Result. The lab runs in bitsrun's namespace (a
     forked process): with ``servers``, nginx (``files`` in its root, uploads stored there) and
     rsyslogd, whose pids go to ``store``/pids for the test to stop them; else a LabPeer that
@@ -84,6 +117,8 @@ def _boot(monkeypatch, grub_cfg, files, store, servers=False):
     def setup():
         if not servers:
             test_lab.LabPeer(files, port=LAB_PORT, store=os.path.join(store, "www")).__enter__()
+            if pki is not None:
+                _https_server(pki, files)
             return {}
         root = os.path.join(store, "nginx", "www")
         for path, data in files.items():
@@ -97,6 +132,16 @@ def _boot(monkeypatch, grub_cfg, files, store, servers=False):
             handle.write("%d %d\n" % (nginx.process.pid, rsyslog.process.pid))
         return {}
     monkeypatch.setattr(bitsrun, "GRUB_CFG", grub_cfg)
+    if pki is not None:  # the CA where bitsnet.ssl's default contexts load it
+        prepare = bitsrun.prepare_tree
+
+        def prepare_with_ca(tree, *args, **kwargs):
+            prepare(tree, *args, **kwargs)
+            os.makedirs(os.path.join(tree, "boot", "bitsnet"))
+            with open(os.path.join(pki, "ca.pem"), "rb") as source:
+                with open(os.path.join(tree, "boot", "bitsnet", "ca.pem"), "wb") as target:
+                    target.write(source.read())
+        monkeypatch.setattr(bitsrun, "prepare_tree", prepare_with_ca)
     try:
         return bitsrun.run(code="print('wrapper')", timeout=420, setup=setup)
     finally:
@@ -178,16 +223,21 @@ def test_an_unattended_boot_runs_the_plan_delivers_and_halts(monkeypatch, tmpdir
 def test_python_url_at_the_grub_prompt(monkeypatch, tmpdir):
     files = dict(test_lab.SCRIPTS, **{"app.zip": test_remote.make_zip(test_remote.APP)})
     files["scripts/ok.py"] = test_remote.PROGRAM
-    result = _boot(monkeypatch, PROMPT_CFG, files, str(tmpdir))  # a LabPeer: GETs only
+    pki = _pki(str(tmpdir.mkdir("pki")))
+    grub_cfg = PROMPT_CFG % {"port": LAB_PORT, "https": HTTPS_LINES if pki else ""}
+    result = _boot(monkeypatch, grub_cfg, files, str(tmpdir), pki=pki)  # a LabPeer: GETs only
     lines = result.console
     text = "\n".join(lines)
     assert "@@h2b begin" in lines and "@@h2b end" in lines, text[-3000:]
     ours = lines[lines.index("@@h2b begin") + 1:lines.index("@@h2b end")]
     statuses = [line for line in ours if line.startswith("@@h2b status ")]
-    assert statuses == ["@@h2b status 0", "@@h2b status 1", "@@h2b status 1", "@@h2b status 1"], text
+    assert statuses == ["@@h2b status 0", "@@h2b status 1", "@@h2b status 1", "@@h2b status 1"] + (
+        ["@@h2b status 0"] if pki else []), text
     url = "http://10.0.2.2:%d/" % LAB_PORT
     assert "prog name=__main__ argv=%sscripts/ok.py|a|b c" % url in ours, text
     assert "zip main 4 sub %sapp.zip|z" % url in ours and "python: exit status 4" in ours, text
     assert "python: can't fetch %sscripts/missing.py: HTTP 404 Not Found" % url in ours, text
     refused = [line for line in ours if line.startswith("python: can't fetch http://10.0.2.2:1/refused.py: ")]
     assert len(refused) == 1 and "Traceback" not in text, text
+    if pki:
+        assert "prog name=__main__ argv=https://10.0.2.2:%d/scripts/ok.py|tls" % HTTPS_PORT in ours, text
