@@ -47,6 +47,7 @@ How it runs -- every result reaches the lab or the console
 from __future__ import absolute_import, print_function
 
 import os
+import re
 import sys
 
 from bitsnet import clock, watchdog
@@ -64,6 +65,7 @@ UPLOAD_TIMEOUT = None  # s per socket operation of an upload (None: bitsnet.uplo
 UPLOADS = {"junit": ("junit.xml", "application/xml"), "log": ("bits-log.txt", "text/plain; charset=utf-8")}
 ENDS = ("halt", "reboot", "prompt")
 EfiResetCold, EfiResetShutdown = 0, 2  # EFI_RESET_TYPE (UEFI 2.x, ResetSystem)
+MAX_SHOWN_ERRORS = 20  # plan errors listed on the console (a plan that is not a plan: an HTML page)
 DIRECTIVES = ("timeout", "test-timeout", "console", "tests", "run", "upload", "retries", "end")
 
 
@@ -166,6 +168,11 @@ def _directive(plan, words, limits, number):
     elif name == "upload":
         if len(args) != 2 or args[0].lower() not in UPLOADS:
             raise PlanError(number, "upload needs what (%s) and one URL" % " or ".join(sorted(UPLOADS)))
+        from bitsnet import upload
+        unknown = [word for word in re.findall(r"\{(\w*)\}", args[1]) if word not in upload.PLACEHOLDERS]
+        if unknown:
+            raise PlanError(number, "upload: unknown placeholder {%s} (known: %s)"
+                            % (unknown[0], ", ".join("{%s}" % p for p in upload.PLACEHOLDERS)))
         plan.uploads.append((args[0].lower(), args[1], number))
     elif name == "retries":
         if len(args) != 1 or not args[0].isdigit() or int(args[0]) > 100:
@@ -297,8 +304,11 @@ class Runner(object):
     def record_plan_errors(self):
         if not self.plan.errors:
             return
-        for error in self.plan.errors:
+        for error in self.plan.errors[:MAX_SHOWN_ERRORS]:
             say("plan %s: %s" % (self.url, error))
+        if len(self.plan.errors) > MAX_SHOWN_ERRORS:
+            say("plan %s: %d more wrong lines (all of them in the JUnit XML)"
+                % (self.url, len(self.plan.errors) - MAX_SHOWN_ERRORS))
         record = self._record("plan syntax")
         record.done = True
         record.exception = "\n".join(["PlanError: %s" % e for e in self.plan.errors])

@@ -279,6 +279,8 @@ def test_plan_parsing_reports_every_wrong_line_by_number_and_keeps_the_rest():
         "retries, end)"]
     assert lab.parse("console syslog 10.0.0.1\n").console == ("syslog", "10.0.0.1", 514)
     assert lab.parse("console off\nupload log x/{name}\n").console is None
+    assert [str(e) for e in lab.parse("upload junit r/{uuid}/{host}.xml\n").errors] == [
+        "line 1: upload: unknown placeholder {host} (known: {uuid}, {serial}, {product}, {machine}, {run}, {name})"]
 
 
 def test_plan_url_from_bitsnet_lab():
@@ -308,3 +310,13 @@ def test_register_grub_commands_runs_the_plan_only_with_bitsnet_lab(monkeypatch)
     launch.register_grub_commands()
     launch.register_grub_commands()
     assert runs == ["10.0.2.2:8080"]
+
+
+def test_a_page_that_is_no_plan_lists_twenty_errors_and_counts_the_rest(capsys):
+    plan = lab.parse("\n".join("<p>line %d</p>" % i for i in range(30)))
+    runner = lab.Runner(plan, "http://lab/plan.txt")
+    runner.record_plan_errors()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 21 and lines[0].startswith("lab: plan http://lab/plan.txt: line 1: unknown directive")
+    assert lines[-1] == "lab: plan http://lab/plan.txt: 10 more wrong lines (all of them in the JUnit XML)"
+    assert runner.failures == 1 and runner.report.tests[0].exception.count("PlanError: line") == 30
