@@ -34,11 +34,14 @@ there unwinds the socket call as any error would. Otherwise the next tick tries 
 
 Limits (said by ``limit``'s caller when they matter): one C call that does not return (a
 firmware call that hangs) cannot be interrupted -- the pending call waits for it; code that
-catches ``TimeLimit`` (or ``BaseException``) and carries on is interrupted again at every tick,
-but cannot be forced out. Without BITS's hook (``efi.create_event`` missing: BITS before 2070)
-or with a timer that cannot be made to tick, ``limit`` falls back to a ``sys.settrace`` line
-tracer that reads the clock every ``TRACE_CHECK`` events: slower (tracing costs about 5x) and
-blind to code inside one long C call, but still a limit.
+catches ``TimeLimit`` (or ``BaseException``) and carries on is interrupted again at every tick
+-- a retry loop with a bare ``except:`` that pauses in its handler is left when a tick lands in
+the handler (an exception raised there is not caught by the same ``try``) -- but code that
+spends all its time inside such a ``try`` body cannot be forced out. Without BITS's hook
+(``efi.create_event`` missing: BITS before 2070) or with a timer that cannot be made to tick,
+``limit`` falls back to a ``sys.settrace`` line tracer that reads the clock every
+``TRACE_CHECK`` events: slower (tracing costs about 5x) and blind to code inside one long C
+call, but still a limit.
 """
 
 from __future__ import absolute_import
