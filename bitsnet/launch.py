@@ -12,12 +12,15 @@ BITS's GRUB has ``py 'CODE'`` and an interactive ``python`` command, but no ``-m
     exit status. ``sys.argv`` and ``sys.modules["__main__"]`` are put back afterwards.
 ``python_command(args)``
     the GRUB ``python`` command: ``python -m MODULE [ARGS...]``, ``python -c CODE [ARGS...]``,
-    ``python FILE [ARGS...]``, and plain ``python``, which opens the interactive interpreter as
+    ``python FILE [ARGS...]``, ``python URL [ARGS...]`` (an ``http://`` or ``https://`` program,
+    or a zip with ``__main__.py``, fetched and run by ``bitsnet.remote``), and plain
+    ``python``, which opens the interactive interpreter as
     BITS's own command does (same banner; ``bitsnet.console`` over BITS's line editor, in
     ``__main__``'s namespace; Ctrl-D or Esc on an empty line leaves).
 ``register_grub_commands()``
     makes that the ``python`` command: ``bits.register_grub_command`` registers it again, and
-    GRUB runs the latest registration of a name. ``tools/bits_install.py`` adds the line that
+    GRUB runs the latest registration of a name; on a boot with ``BITSNET_LAB`` set it then runs
+    the lab's plan (``bitsnet.lab``). ``tools/bits_install.py`` adds the line that
     calls it to ``/boot/cfg/init.cfg``, after ``init.init()``.
 
 The command returns true when the exit status is 0, so GRUB scripts can test it
@@ -32,10 +35,11 @@ import traceback
 from bitsnet import console
 
 BANNER = "Starting the Python interactive interpreter. Press Ctrl-D or Esc to exit."
-SUMMARY = "[-m MODULE | -c CODE | FILE] [ARGS...]"
+SUMMARY = "[-m MODULE | -c CODE | FILE | URL] [ARGS...]"
 DESCRIPTION = ("Start the Python interpreter; with -m MODULE run MODULE as __main__ (python -m), "
-               "with -c CODE run CODE, with FILE run that file; ARGS become sys.argv[1:].")
-USAGE = "usage: python [-m MODULE | -c CODE | FILE] [ARGS...]   (no arguments: interactive)\n"
+               "with -c CODE run CODE, with FILE run that file, with an http(s) URL fetch and run "
+               "that program (.py, or .zip with __main__.py); ARGS become sys.argv[1:].")
+USAGE = "usage: python [-m MODULE | -c CODE | FILE | URL] [ARGS...]   (no arguments: interactive)\n"
 
 _INTEGERS = (int, type(2 ** 64))  # int, and long on Python 2
 _state = {"registered": False, "last_main": None}
@@ -208,6 +212,8 @@ def python_command(args):
     elif option in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return True
+    elif _is_url(option):
+        return _run_url(option, rest[1:])
     elif option.startswith("-"):
         sys.stderr.write("python: unknown option %s\n%s" % (option, USAGE))
         return False
@@ -223,10 +229,45 @@ def python_command(args):
     return status == 0
 
 
+def _is_url(option):
+    return option.lower().startswith(("http://", "https://"))
+
+
+def _run_url(url, argv):
+    """``python URL ARGS``: a program from the lab (bitsnet.remote); True when its status is 0. A
+    fetch that fails is one line and false, as a file that cannot be opened is."""
+    from bitsnet import remote
+    try:
+        program = remote.fetch_program(url)
+    except remote.FetchError as exc:
+        sys.stderr.write("python: can't fetch %s\n" % exc)
+        return False
+    status = program.run(argv)
+    if status:
+        sys.stderr.write("python: exit status %d\n" % status)
+    return status == 0
+
+
 def register_grub_commands():
-    """Make ``python`` (with ``-m``) a GRUB command; once per boot, later calls do nothing."""
+    """Make ``python`` (with ``-m``) a GRUB command; once per boot, later calls do nothing.
+    Then, on a boot with the GRUB variable ``BITSNET_LAB`` set (before init.cfg ran), run the
+    lab's plan (``_lab_boot``)."""
     if _state["registered"]:
         return
     import bits
     bits.register_grub_command("python", python_command, SUMMARY, DESCRIPTION)
     _state["registered"] = True
+    _lab_boot()
+
+
+def _lab_boot():
+    """An unattended run (bitsnet.lab.boot) when ``BITSNET_LAB`` is set: init.cfg's one bitsnet
+    line, which tools/bits_install.py adds after BITS's start-up, serves both."""
+    import os
+    try:
+        wanted = os.environ.get("BITSNET_LAB")
+    except Exception:  # BITS's os.environ is GRUB's: nothing to read is nothing to do
+        wanted = None
+    if wanted:
+        from bitsnet import lab
+        lab.boot()

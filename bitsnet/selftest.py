@@ -317,6 +317,8 @@ def _split_peer(peer, default_port=8080):
     """(host, port) of ``HOST``, ``HOST:PORT``, ``[IPV6]``, ``[IPV6]:PORT`` or a bare IPv6
     address (more than one colon, no brackets: no port); ValueError for anything else."""
     text = peer.strip()
+    if "://" in text:  # BITSNET_LAB may be the URL of a lab's plan (bitsnet.lab): its host and port
+        text = text.split("://", 1)[1].split("/", 1)[0]
     if text.startswith("["):
         host, bracket, rest = text[1:].partition("]")
         if not bracket or (rest and not rest.startswith(":")):

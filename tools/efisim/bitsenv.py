@@ -429,6 +429,20 @@ class BitsEnvironment(object):
                 return True
         return False
 
+    @staticmethod
+    def _program_finder_has(name):
+        """Whether a finder the program put on ``sys.meta_path`` finds ``name``'s top-level
+        package (BITS's Python honours ``sys.meta_path`` as any 2.7 does; the import itself then
+        finds the submodules)."""
+        name = name.partition(".")[0]
+        for finder in list(sys.meta_path):
+            if not str(getattr(type(finder), "__module__", "")).startswith(("bitsnet.", "__main__")):
+                continue
+            find = getattr(finder, "find_module", None) if PY2 else getattr(finder, "find_spec", None)
+            if find is not None and find(name, None) is not None:
+                return True
+        return False
+
     def refusal(self, name):
         """None if the program may import ``name``, else the ImportError to raise."""
         top = name.partition(".")[0]
@@ -451,6 +465,8 @@ class BitsEnvironment(object):
             return None
         if top not in self.allowed and self._in_boot_dirs(top):
             return None  # /boot/python content given on PYTHONPATH
+        if self._program_finder_has(name):
+            return None  # the program's own importer (a zip in memory: bitsnet.zipmemory) has it
         if name == "encodings.idna":
             return no_module("stringprep")  # lib.zip has encodings/idna.pyc, but not what it imports
         if not PY2 and top == "encodings":
