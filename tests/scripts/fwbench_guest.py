@@ -23,11 +23,12 @@ Sections:
             each (``urllib_conns``); bench.c makes the same requests (``http_keepalive``, ``http_conns``)
   convprof  one round trip and one connection call by call: every firmware call, notification and
             events.process, the Python time between them (``conv`` lines; docs/performance.md)
+  floor     httplib's and urllib2's own Python per request over a fake socket (no network)
   profile   bitsnet's receive path counted (recv_into download): Polls, Receives, Python calls
             per frame and where the time goes (TSC)
   batch     A/B of stack.POLL_BATCH over --batches (alternating, --reps times): recv_into, recv
   convab    A/B of the conversational figures (trips, conns, httplib, urllib_conns) over --variants
-            "NAME:module.ATTR=value;.../NAME2:...", alternating --reps times (``convab`` lines)
+            "NAME:module.ATTR=value;.../NAME2:...", alternating unit by unit (``convab`` lines)
   sendab    A/B of stack.SEND_POLL_BATCH over --batches (alternating, --reps times): sendall
   copies    what a copy of the payload costs (GRUB's byte-wise memcpy): slice, join, string_at, the
             stdlib _fileobject's 8 KiB slices + cStringIO; and how much heap there is
@@ -745,6 +746,60 @@ def _timed_profile(label, socket, opts, rdtsc, tsc_per_us):
                                                      spent[key] / tsc_per_us / n))
 
 
+def section_floor(opts):
+    """httplib's and urllib2's own Python per request, with no network: a fake socket whose
+    makefile() is a cStringIO of the response (``conv floor`` lines). No socket layer can make
+    a request faster than this."""
+    import httplib
+    import urllib2
+    from cStringIO import StringIO
+    body = b"y" * opts["http_body"]
+    keep = ("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n"
+            % len(body)) + body
+    close = keep.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)
+
+    class FakeSock(object):
+        def __init__(self, response):
+            self.response = response
+
+        def sendall(self, data):
+            pass
+
+        def makefile(self, mode="rb", bufsize=-1):
+            return StringIO(self.response)
+
+        def close(self):
+            pass
+    conn = httplib.HTTPConnection(opts["host"], opts["http"])
+    conn.sock = FakeSock(keep)
+    n = 50
+    start = time.time()
+    for _ in range(n):
+        conn.request("GET", "/small/%d" % opts["http_body"])
+        if len(conn.getresponse().read()) != len(body):
+            raise AssertionError("floor body")
+    say("conv floor httplib keep-alive request, Python only: %.0f /s (%.0f us each)" % (
+        n / elapsed(start), elapsed(start) / n * 1e6))
+    original = httplib.HTTPConnection.connect
+
+    def fake_connect(self):
+        self.sock = FakeSock(close)
+    httplib.HTTPConnection.connect = fake_connect
+    try:
+        url = "http://%s:%d/small/%d" % (opts["host"], opts["http"], opts["http_body"])
+        n = 20
+        start = time.time()
+        for _ in range(n):
+            response = urllib2.urlopen(url, timeout=30)
+            if len(response.read()) != len(body):
+                raise AssertionError("floor body")
+            response.close()
+        say("conv floor urllib2.urlopen request, Python only: %.0f /s (%.0f us each)" % (
+            n / elapsed(start), elapsed(start) / n * 1e6))
+    finally:
+        httplib.HTTPConnection.connect = original
+
+
 def section_convprof(opts):
     """One round trip and one connection, call by call (docs/performance.md section 7)."""
     import socket
@@ -842,31 +897,95 @@ def _restore(undo):
 
 
 def section_convab(opts):
-    """A/B of the conversational figures in one boot: --variants "NAME:mod.X=v;mod.Y=w/NAME2:..."
-    alternate --reps times (trips, conns, httplib, urllib_conns each time); medians per variant."""
+    """A/B of the conversational figures in one boot: --variants "NAME:mod.X=v;mod.Y=w/NAME2:...".
+    The variants alternate unit by unit (20 round trips, one connection, 5 keep-alive httplib
+    requests, one urllib2 request), --reps x 10 units each, so that the host's load, which moves
+    within seconds, hits them alike; per figure and variant: the median unit rate, and the median
+    of the per-round ratios to the first variant (``convab`` lines)."""
     import socket
+    import httplib
+    import urllib2
     from bitsnet import inet, ipconfig
     variants = [v.split(":", 1) for v in opts["variants"].split("/") if v]
-    figures = (("trips", lambda: api_trips(socket, dict(opts, trips=100))),
-               ("conns", lambda: api_conns(socket, opts)),
-               ("httplib", lambda: api_http_keepalive(dict(opts, http_reqs=50))),
-               ("urllib_conns", lambda: api_http_conns(opts)))
-    results = {}
-    for _ in range(opts["reps"]):
-        for name, assignments in variants:
-            undo = _apply(assignments)
-            ipconfig._forget()
-            inet._parsed.clear()
-            try:
-                for figure, function in figures:
-                    results.setdefault((name, figure), []).append(function())
-            finally:
-                _restore(undo)
-    for figure, _ in figures:
+    rounds = opts["reps"] * 10
+    path = "/small/%d" % opts["http_body"]
+    url = "http://%s:%d%s" % (opts["host"], opts["http"], path)
+
+    def with_variant(assignments, function, *args):
+        undo = _apply(assignments)
+        ipconfig._forget()
+        inet._parsed.clear()
+        try:
+            start = time.time()
+            count = function(*args)
+            return count / elapsed(start)
+        finally:
+            _restore(undo)
+
+    def trips(sock):
+        for _ in range(20):
+            sock.sendall(b"x")
+            if sock.recv(1) != b"x":
+                raise AssertionError("echo")
+        return 20
+
+    def one_conn():
+        sock = connect(socket, opts)
+        sock.sendall(b"Cx")
+        if sock.recv(1) != b"x":
+            raise AssertionError("one-shot")
+        sock.close()
+        return 1
+
+    def requests(conn):
+        for _ in range(5):
+            conn.request("GET", path)
+            if len(conn.getresponse().read()) != opts["http_body"]:
+                raise AssertionError("http body")
+        return 5
+
+    def one_urlopen():
+        response = urllib2.urlopen(url, timeout=30)
+        if len(response.read()) != opts["http_body"]:
+            raise AssertionError("http body")
+        response.close()
+        return 1
+
+    echo = {}
+    keep = {}
+    for name, assignments in variants:
+        undo = _apply(assignments)
+        try:
+            echo[name] = connect(socket, opts)
+            echo[name].sendall(b"E")
+            keep[name] = httplib.HTTPConnection(opts["host"], opts["http"], timeout=30)
+            keep[name].request("GET", path)
+            keep[name].getresponse().read()
+        finally:
+            _restore(undo)
+    units = (("trips", lambda name: (trips, echo[name])), ("conns", lambda name: (one_conn,)),
+             ("httplib", lambda name: (requests, keep[name])), ("urllib_conns", lambda name: (one_urlopen,)))
+    for figure, unit in units:
+        rates = dict((name, []) for name, _ in variants)
+        ratios = dict((name, []) for name, _ in variants)
+        for number in range(rounds):
+            order = variants if number % 2 == 0 else variants[::-1]
+            this = {}
+            for name, assignments in order:
+                this[name] = with_variant(assignments, *unit(name))
+                rates[name].append(this[name])
+            for name, _ in variants:
+                ratios[name].append(this[name] / this[variants[0][0]])
+        _settle()
         for name, _ in variants:
-            rates = sorted(results[(name, figure)])
-            say("convab %-13s %-12s median=%.2f min=%.2f max=%.2f n=%d" % (
-                figure, name, rates[len(rates) // 2], rates[0], rates[-1], len(rates)))
+            r, q = sorted(rates[name]), sorted(ratios[name])
+            say("convab %-13s %-12s median=%.2f /s (min %.2f max %.2f, %d units) ratio to %s: median %.3f"
+                " quartiles %.3f-%.3f" % (figure, name, r[len(r) // 2], r[0], r[-1], len(r), variants[0][0],
+                                          q[len(q) // 2], q[len(q) // 4], q[3 * len(q) // 4]))
+    for name, _ in variants:
+        echo[name].close()
+        keep[name].close()
+    _settle()
 
 
 def section_sendab(opts):
@@ -988,7 +1107,8 @@ def section_fileab(opts):
 
 SECTIONS = {"c": section_c, "raw": section_raw, "api": section_api, "profile": section_profile,
             "batch": section_batch, "sendab": section_sendab, "copies": section_copies, "fileab": section_fileab,
-            "http": section_http, "convprof": section_convprof, "convab": section_convab}
+            "http": section_http, "convprof": section_convprof, "convab": section_convab,
+            "floor": section_floor}
 
 
 def main(argv):
