@@ -94,14 +94,15 @@ def parse_ipv4(text, strict):
     """4 packed bytes for ``text``, or None. ``strict``: inet_pton's a.b.c.d (decimal, no
     leading zeros); otherwise the numeric-host forms of getaddrinfo (see the module docstring)."""
     key = (text, strict)
+    cacheable = True
     try:
         return _parsed[key]
     except KeyError:
         pass
     except TypeError:  # not hashable: parsed below, and refused there as a non-string
-        key = None
+        cacheable = False
     packed = _parse_ipv4(text, strict)
-    if key is not None and PARSED_MAX:
+    if cacheable and PARSED_MAX:
         if len(_parsed) >= PARSED_MAX:
             _parsed.clear()
         _parsed[key] = packed

@@ -7,8 +7,9 @@ One process on the host's own sockets, bound to 127.0.0.1: a TCP listener speaki
 command protocol -- 'S'+u64 bulk source (send that many bytes of ``PATTERN``, close), 'K'+u64
 sink (read that many bytes, answer b'k'), 'E' echo until EOF, 'C' echo one byte then close --
 a UDP echo, and an HTTP server answering GET /bytes/N (HTTP/1.0, one download per connection)
-and GET /small/N (HTTP/1.1 in one write, kept alive unless the request says close). It prints its three ports on one line
-and serves until its stdin closes. ``Peer`` starts and stops it; ``header`` builds a command.
+and GET /small/N (HTTP/1.1 in one write, kept alive unless the request says close). It prints
+its three ports on one line and serves until its stdin closes. ``Peer`` starts and stops it;
+``header`` builds a command.
 
 It runs in its own process because the measuring process replaces its ``socket`` module
 (``bitsnet.install()``) and must not share its GIL with the peer.
