@@ -23,6 +23,7 @@ Sections:
             each (``urllib_conns``); bench.c makes the same requests (``http_keepalive``, ``http_conns``)
   convprof  one round trip and one connection call by call: every firmware call, notification and
             events.process, the Python time between them (``conv`` lines; docs/performance.md)
+  micro     single operations of the round trip's path, timed in BITS (``conv micro`` lines)
   floor     httplib's and urllib2's own Python per request over a fake socket (no network)
   profile   bitsnet's receive path counted (recv_into download): Polls, Receives, Python calls
             per frame and where the time goes (TSC)
@@ -879,15 +880,18 @@ def _apply(assignments):
     undo = []
     for item in [a for a in assignments.split(";") if a]:
         target, value = item.split("=", 1)
-        module_name, attr = target.rsplit(".", 1)
-        __import__("bitsnet." + module_name)
-        module = sys.modules["bitsnet." + module_name]
+        path = target.split(".")
+        __import__("bitsnet." + path[0])
+        owner = sys.modules["bitsnet." + path[0]]
+        for name in path[1:-1]:  # a class in the module: tcp.TcpEndpoint._post_transmit
+            owner = getattr(owner, name)
+        attr = path[-1]
         if value in globals():
             new = globals()[value]
         else:
             new = float(value) if "." in value else int(value)
-        undo.append((module, attr, getattr(module, attr)))
-        setattr(module, attr, new)
+        undo.append((owner, attr, owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)))
+        setattr(owner, attr, new)
     return undo
 
 
@@ -907,7 +911,7 @@ def section_convab(opts):
     import urllib2
     from bitsnet import inet, ipconfig
     variants = [v.split(":", 1) for v in opts["variants"].split("/") if v]
-    rounds = opts["reps"] * 10
+    rounds = opts["reps"] * 10  # units per variant (round trips: three times as many)
     path = "/small/%d" % opts["http_body"]
     url = "http://%s:%d%s" % (opts["host"], opts["http"], path)
 
@@ -968,7 +972,7 @@ def section_convab(opts):
     for figure, unit in units:
         rates = dict((name, []) for name, _ in variants)
         ratios = dict((name, []) for name, _ in variants)
-        for number in range(rounds):
+        for number in range(rounds * (3 if figure == "trips" else 1)):
             order = variants if number % 2 == 0 else variants[::-1]
             this = {}
             for name, assignments in order:
@@ -986,6 +990,107 @@ def section_convab(opts):
         echo[name].close()
         keep[name].close()
     _settle()
+
+
+# ---------------------------------------------------------------- prototypes for convab (not bitsnet's code)
+def _bytes_offset():
+    probe = b"probe"
+    return ctypes.cast(probe, ctypes.c_void_p).value - id(probe)
+
+
+BYTES_OFFSET = _bytes_offset()
+
+
+def proto_post_transmit(self, data):
+    """tcp.TcpEndpoint._post_transmit, prototype: the fragment address as id() + offset, and a
+    Transmit that completed inside the call consumed here (no Operation recorded, no _consume
+    cycle in the next call)."""
+    import efi
+    from bitsnet import events, tcp
+    if self._tx_free:
+        token, txdata, fragment, completion = self._tx_free.pop()
+    else:
+        token, txdata, fragment, completion = self._transmit_token(urgent=False)
+    size = len(data)
+    txdata.DataLength = fragment.FragmentLength = size
+    fragment.FragmentBuffer = id(data) + BYTES_OFFSET
+    op = self._submit("tx", token, completion, keep=(txdata, data, fragment, completion))
+    self._tx_ops.append(op)
+    self._tx_inflight += size
+    status = self._call("Transmit", ctypes.byref(token))
+    if status != efi.EFI_SUCCESS:
+        events.unsubmit(op)
+        self._tx_ops.remove(op)
+        self._tx_free.append((token, txdata, fragment, completion))
+        self._tx_inflight -= size
+        self._tx.unread(data)
+        if status != efi.EFI_OUT_OF_RESOURCES:
+            self._refused(status, "send")
+        else:
+            self._transmit_refused()
+        return False
+    if self._tx_refused_since is not None:
+        self._tx_refused_since = None
+        tcp._tx_retry.discard(self)
+    done = completion.Status
+    if done != events.SENTINEL and events._pending.get(op.slot) is op:
+        del events._pending[op.slot]
+        op.status, op.done = done, True
+        events._idle.append(op.slot)
+        self._tx_ops.pop()
+        self._tx_free.append((token, txdata, fragment, completion))
+        self._tx_inflight -= size
+        if done not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
+            from bitsnet import errors
+            self._set_error(errors.errno_for(done, "send"))
+        return True
+    events.check(op)
+    return True
+
+
+def proto_wait_until(predicate, deadline, poll=None, checked=False):
+    """events.wait_until, prototype: with a poll (the pump, which runs events.process itself),
+    no second events.process per round."""
+    from bitsnet import events
+    clock, process = events.clock, events.process
+    idle = 0
+    while True:
+        if checked:
+            checked = False
+        else:
+            if poll is None and process():
+                idle = 0
+            if predicate():
+                return True
+        if deadline is not None and clock() >= deadline:
+            return False
+        if poll is not None:
+            poll()
+        idle += 1
+        if idle > events.IDLE_SPINS:
+            events.boot_services().Stall(events.IDLE_STALL_US)
+
+
+def section_micro(opts):
+    """Costs of single operations on the round trip's path, in BITS (``conv micro`` lines)."""
+    from bitsnet import events
+    n = 2000
+    data = b"x"
+
+    def timed(label, function):
+        start = time.time()
+        for _ in range(n):
+            function()
+        say("conv micro %-40s %.2f us" % (label, elapsed(start) / n * 1e6))
+    c_void_p, cast = ctypes.c_void_p, ctypes.cast
+    timed("empty Python call", lambda: None)
+    timed("ctypes.cast(bytes, c_void_p).value", lambda: cast(data, c_void_p).value)
+    timed("id(bytes) + offset", lambda: id(data) + BYTES_OFFSET)
+    timed("events.clock()", events.clock)
+    timed("events.process() (nothing to do)", events.process)
+    op = events.Operation
+    timed("events.Operation(...)", lambda: op(None, None, None, None, (), 0, 0, "tx"))
+
 
 
 def section_sendab(opts):
@@ -1108,7 +1213,7 @@ def section_fileab(opts):
 SECTIONS = {"c": section_c, "raw": section_raw, "api": section_api, "profile": section_profile,
             "batch": section_batch, "sendab": section_sendab, "copies": section_copies, "fileab": section_fileab,
             "http": section_http, "convprof": section_convprof, "convab": section_convab,
-            "floor": section_floor}
+            "floor": section_floor, "micro": section_micro}
 
 
 def main(argv):
