@@ -19,16 +19,21 @@ network namespace with tools/bench.py's peer (``--serve-peer``) on the namespace
 
 Figures (MB/s, or per second): bulk receive (C ``bulk_recv``; raw loop with and without batched
 Polls; recv_into, recv, makefile().read(), urllib2), bulk send (C ``bulk_send``; ``raw_send``,
-``send``: sendall), 1-byte round trips, connections (connect, one byte each way, graceful close).
+``send``: sendall), 1-byte round trips, connections (connect, one byte each way, graceful close),
+and two lab-shaped HTTP exchanges with the peer's HTTP/1.1 server, GETs of HTTP_BODY bytes: keep-alive
+httplib requests (C ``http_keepalive``; ``httplib``) and a urllib2 connection per request (C
+``http_conns``; ``urllib_conns``); C's Polls per exchange beside them.
 Each is the median over the rounds, with its spread ((max - min) / median), and its ratio to C:
 after section c has run the whole C set once, the guest runs the C program again right before
 each Python measurement, with just that measurement (tests/scripts/fwbench_guest.py ``pair``),
 and each Python figure is divided by the C figure just before it; the table shows the median of
 those ratios and their spread (the host's load changes within a minute; the pairs share it).
-``--profile`` adds one bitsnet boot that prints the receive path's counters
-(section profile of the guest script); ``--ab fileab,copies`` one more bitsnet boot each round
-with those guest sections (in-boot A/B comparisons, the cost of a copy; column ab, their lines
-as notes).  Exit status 0 when every boot ended normally.
+``--profile`` adds one bitsnet boot that prints the receive path's counters and
+one round trip and one connection call by call (sections profile and convprof of the guest
+script; docs/performance.md sections 2 and 7); ``--ab fileab,copies`` one more bitsnet boot each
+round with those guest sections (in-boot A/B comparisons, the cost of a copy; column ab, their
+lines as notes); ``--ab convab --variants "A:module.NAME=value/B:..."`` alternates variants of
+bitsnet's settings unit by unit for the conversational figures.  Exit status 0 when every boot ended normally.
 """
 
 from __future__ import print_function
