@@ -197,7 +197,10 @@ def _leave():
 def _efi_guarded(method):
     """A socket method behind the error boundary (``errors.efi_boundary``: an ``efi.EFIException``
     from a layer below becomes ``error``, rule 4), refusing a second thread's concurrent entry
-    (``_enter``)."""
+    (``_enter``) -- where there can be one: BITS has no threads, and there the two calls per
+    socket call are left out (a round trip makes four; docs/performance.md section 7)."""
+    if _get_ident is None:
+        return _errors.efi_boundary(method)
     return _errors.efi_boundary(method, _enter, _leave)
 
 
@@ -870,7 +873,13 @@ class socket(object):
         """recv(buffersize[, flags]) -> data
 
         Receive up to buffersize bytes; b'' means the peer closed (or SHUT_RD was done)."""
-        bufsize, flags = _size_arg(bufsize), _int(flags)
+        # The common arguments (a small int, no flags) without the checks' calls: a round trip
+        # is made of few socket calls, and each Python call counts in BITS (docs/performance.md
+        # section 7).
+        if type(bufsize) is not int or not 0 <= bufsize <= _MAX_RECV:
+            bufsize = _size_arg(bufsize)
+        if type(flags) is not int or flags:
+            flags = _int(flags)
         if bufsize < 0:
             raise ValueError("negative buffersize in recv")
         if bufsize > _MAX_RECV:
@@ -1069,8 +1078,12 @@ class socket(object):
         """sendall(data[, flags])
 
         Send all of data; the timeout, if any, applies to the whole call (as in 3.5+)."""
-        data, view = _send_buffer(data)
-        flags = _int(flags)
+        if type(data) is bytes:  # the common case without its calls (see recv)
+            view = memoryview(data)
+        else:
+            data, view = _send_buffer(data)
+        if type(flags) is not int or flags:
+            flags = _int(flags)
         deadline = self._deadline()
         sent = self._send(data, view, flags, deadline)
         while sent < len(view):

@@ -27,7 +27,7 @@ import ctypes
 
 import efi
 
-from bitsnet import clock, efidefs, errors, events, ipconfig, nic, stack
+from bitsnet import clock, efidefs, errors, events, inet, ipconfig, nic, stack
 from bitsnet.endpoint import Endpoint
 
 NO_MAPPING_WAIT = 5.0  # docs/edk2.md sections 3.7/8.1 #8: retry Configure this long while the address appears
@@ -48,6 +48,12 @@ def random_port():
             value = data[i] << 24 | data[i + 1] << 16 | data[i + 2] << 8 | data[i + 3]
             _random_ports.append(low + value % (high - low + 1))
     return _random_ports.pop()
+
+
+def _on_link(address, info):
+    """Is IPv4 ``address`` on the station's subnet (``info``: ipconfig.Ip4Info)?"""
+    mask = inet.ipv4_int(info.netmask)
+    return mask != 0 and inet.ipv4_int(address) & mask == inet.ipv4_int(info.address) & mask
 
 
 class EfiChild(Endpoint):
@@ -127,10 +133,15 @@ class EfiChild(Endpoint):
                 raise errors.timeout("timed out")  # docs/architecture.md section 6.4: the caller's deadline first
             events.boot_services().Stall(10000)
 
-    def _add_routes(self, info, strict):
+    def _add_routes(self, info, strict, remote=None):
         """EDK2 quirk (old Tcp4Dxe and Udp4Dxe, docs/bits-efi.md section 3): children do not use the IP4 routes; add
         them. EFI_ACCESS_DENIED means the route is already there. (TCP6/UDP6 have no Routes,
-        docs/edk2.md sections 3.2, 4.1.) ``strict``: any other refusal raises; else it leaves the default routes."""
+        docs/edk2.md sections 3.2, 4.1.) ``strict``: any other refusal raises; else it leaves the default routes.
+        ``remote``: the one peer of an active child; on the station's own subnet the child's
+        direct route (from its SubnetMask) reaches it, so no Routes are added unless
+        ``stack.ON_LINK_ROUTES`` (docs/performance.md section 7)."""
+        if remote is not None and not stack.ON_LINK_ROUTES and self._fam.has_routes and _on_link(remote, info):
+            return
         for subnet, mask, gateway in info.routes if self._fam.has_routes else ():
             status = self._call("Routes", False, ctypes.byref(efidefs.ipv4(subnet)),
                                 ctypes.byref(efidefs.ipv4(mask)), ctypes.byref(efidefs.ipv4(gateway)))

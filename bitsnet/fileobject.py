@@ -5,7 +5,9 @@
 ``readline`` leaves, ``EINTR`` retried, ``size`` < 0 meaning up to EOF, data gathered so far lost
 when ``recv`` raises, ``AttributeError`` on a closed file -- but gather the ``recv``ed chunks in
 a list and join them once (a single chunk is returned as it is), instead of writing every chunk
-into a growing ``cStringIO`` and copying it out again.  Everything else is the stdlib's class.
+into a growing ``cStringIO`` and copying it out again -- and, unbuffered (``makefile('rb', 0)``,
+httplib's responses), a ``readline()`` that finds the line's end with ``recv(MSG_PEEK)`` and
+takes exactly the line, instead of ``recv(1)`` per byte.  Everything else is the stdlib's class.
 
 ``install(socket)`` puts the class in the socket module, where ``socket.makefile`` and urllib2
 look ``_fileobject`` up; ``bitsnet.install()`` calls it on Python 2.  Python 3's ``makefile``
@@ -23,6 +25,13 @@ import sys
 # (and a slice of the received chunk) per 8 KiB; bitsnet hands a whole received chunk (up to one
 # 64 KiB Receive) over uncopied when asked for at least that much.  Any size gives the same bytes.
 READ_ALL_RECV = 64 * 1024
+# Unbuffered readline (httplib reads a response's status line and headers through
+# makefile('rb', 0)): the stdlib calls recv(1) for every byte, because reading ahead would take
+# bytes that belong to whoever reads the socket next.  Peeking takes nothing: look at up to
+# READLINE_PEEK buffered bytes, then recv exactly up to the newline -- two socket calls a line
+# instead of one a byte (in real BITS a keep-alive HTTP request paid ~100 recv(1) calls,
+# docs/performance.md section 7).  The same bytes are returned, and the same left unread.
+READLINE_PEEK = 8192  # 0: the stdlib's recv(1) loop
 
 
 def fileobject_class(socket_module):
@@ -34,6 +43,8 @@ def fileobject_class(socket_module):
     StringIO = socket_module.StringIO
     error = socket_module.error
     EINTR = socket_module.EINTR
+    MSG_PEEK = getattr(socket_module, "MSG_PEEK", None)
+    base_readline = base.readline
 
     class _fileobject(base):
         __doc__ = base.__doc__
@@ -71,6 +82,41 @@ def fileobject_class(socket_module):
             if len(chunks) == 1 and type(chunks[0]) is str:
                 return chunks[0]
             return "".join(chunks)
+
+        def readline(self, size=-1):
+            if self._rbufsize != 1 or not size or MSG_PEEK is None or not READLINE_PEEK:
+                return base_readline(self, size)
+            buf = self._rbuf
+            buf.seek(0, 2)
+            if buf.tell():
+                return base_readline(self, size)  # a read-ahead left by another call: the stdlib's way
+            pieces = []
+            got = 0
+            while size < 0 or got < size:
+                want = READLINE_PEEK if size < 0 else min(size - got, READLINE_PEEK)
+                while True:
+                    try:
+                        peeked = self._sock.recv(want, MSG_PEEK)
+                        break
+                    except error as e:
+                        if e.args[0] != EINTR:
+                            raise
+                    except TypeError:  # a "socket" whose recv takes no flags (urllib2 wraps a response)
+                        if pieces:
+                            raise
+                        return base_readline(self, size)
+                if not peeked:
+                    break  # EOF
+                end = peeked.find("\n")
+                n = end + 1 if end >= 0 else len(peeked)
+                data = self._recv(n)  # buffered already: what was peeked, or the first part of it
+                pieces.append(data)
+                got += len(data)
+                if end >= 0 and len(data) == n:
+                    break
+            if len(pieces) == 1:
+                return pieces[0]
+            return "".join(pieces)
 
         def _recv(self, n):
             """One recv, retried on EINTR as the stdlib's loops do."""

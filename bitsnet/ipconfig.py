@@ -64,6 +64,18 @@ _state = {"dhcp_nic": None, "dhcp_since": 0.0, "dns_nic": None, "dns": None, "ti
           "until": None}  # type: dict   # until: a DHCP wait a caller's deadline cut short ends then
 
 Ip4Info = collections.namedtuple("Ip4Info", "address netmask gateway dns_servers routes name")
+# Speed (docs/performance.md section 7): every TCP connect asked IP4 Config2 for the address twice
+# (three GetData calls and their parsing each, a third of a connection's time in real BITS), so
+# ensure_configured() answers from the last reading for INFO_TTL seconds. bitsnet's own changes
+# (configure, configure_dns, SetData, a DHCP start) forget it at once; a change made behind
+# bitsnet's back (a lease that moves) is seen after at most INFO_TTL. 0 turns the cache off.
+INFO_TTL = 1.0
+_cached = {"nic": None, "info": None, "until": 0.0}  # type: dict
+
+
+def _forget():
+    """Drop ensure_configured()'s cached reading (the address, routes or DNS servers change)."""
+    _cached["nic"] = None
 # IPv6 (IP6 Config, docs/edk2.md section 5.3): ``address`` is the preferred one (global before link-local, None
 # while there is none); ``netmask`` and ``routes`` are None and [] so that endpoint code can treat
 # both kinds alike (TCP6/UDP6 take neither, docs/edk2.md sections 3.1 and 4.1).
@@ -89,6 +101,7 @@ def _get_policy(config):
 
 
 def _set(config, data_type, data, what):
+    _forget()
     size = ctypes.sizeof(data) if data is not None else 0
     status = config.SetData(ctypes.byref(config), data_type, size,
                             ctypes.addressof(data) if data is not None else None)
@@ -400,10 +413,14 @@ def ensure_configured(timeout=None):
     # type: (float) -> Ip4Info
     """The NIC's address, bringing it up with DHCP if it has none (waits up to ``timeout``)."""
     the_nic = nic.default_nic()
+    if _cached["nic"] is the_nic and clock.monotonic() < _cached["until"]:
+        return _cached["info"]
     info = _info(the_nic)
     if info is not None:
         if _state["until"] is not None:
             _state.update(dhcp_nic=None, until=None)  # a wait cut short: DHCP has answered since
+        if INFO_TTL:
+            _cached.update(nic=the_nic, info=info, until=clock.monotonic() + INFO_TTL)
         return info  # reuse whatever the firmware already has (DHCP by the shell, static, PXE)
     name = the_nic.name
     start = clock.monotonic()
@@ -468,6 +485,7 @@ def configure_dns(servers):
     ``interfaces()``, the resolver) until the next ``configure``. Returns the Ip4Info (None
     while the NIC has no address yet: DHCP keeps running, this does not wait for it)."""
     the_nic = nic.default_nic()
+    _forget()
     try:
         array = _address_array(list(servers))
     except ValueError as e:
@@ -494,6 +512,7 @@ def configure(address=None, netmask=None, gateway=None, dns=()):
     if netmask is None:
         raise errors.socket_error(errno.EINVAL, "configure(%s): a netmask is needed" % address)
     the_nic = nic.default_nic()
+    _forget()
     config = the_nic.config2()
     manual = efidefs.EFI_IP4_CONFIG2_MANUAL_ADDRESS()
     try:

@@ -41,6 +41,10 @@ POLL_BATCH = 32
 # Polls per wait round while a send is blocked (pump): real BITS, A/B of 1/4/8/16 alternating in
 # one boot (tools/fwbench.py's guest, section sendab): 16 best, +35% over 1.
 SEND_POLL_BATCH = 16
+# Routes for a TCP4 child whose peer is on the station's own subnet (child._add_routes): the
+# child's direct route reaches it, so the two Routes calls per connect (and their parsing) are
+# skipped; True adds them as for any other peer. A/B in real BITS: docs/performance.md section 7.
+ON_LINK_ROUTES = False
 REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (close deadlines)
 
 # --- the state pump() works through (module state: one firmware, one interpreter) ----------------

@@ -307,7 +307,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                                           % (port, station or fam.wildcard))
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
-        self._add_routes(info, strict=True)
+        self._add_routes(info, strict=True, remote=remote and remote[0])
         mode = fam.TCP_CONFIG_DATA()
         if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
             port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 3.8)

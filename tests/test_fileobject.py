@@ -104,11 +104,11 @@ class Interrupting(object):
     def __init__(self, sock, every=3):
         self.sock, self.every, self.calls = sock, every, 0
 
-    def recv(self, n):
+    def recv(self, n, flags=0):
         self.calls += 1
         if self.calls % self.every == 0:
             raise socket.error(errno.EINTR, "Interrupted system call")
-        return self.sock.recv(n)
+        return self.sock.recv(n, flags)
 
     def close(self):
         self.sock.close()
@@ -184,6 +184,41 @@ def test_readline_then_read(bufsize):
            ("readline", 1000), ("read", 0), ("readline",), ("read",), ("readline",), ("read", 1)]
     got = same_as_stdlib(pieces(DATA, SIZES), ops, bufsize=bufsize)
     assert b"".join(r[1] for r in got) == DATA
+
+
+LONG_LINES = b"".join(b"%d:" % i + b"x" * (i * 3001 % 20000) + b"\n" for i in range(12)) + b"no newline at EOF"
+
+
+@needs_fileobject
+@pytest.mark.parametrize("sizes", [[1, 2, 3], [7, 100, 8191], [30000, 5, 70000]])
+def test_unbuffered_readline(sizes):
+    # makefile('rb', 0), as httplib reads headers: readline peeks (recv MSG_PEEK) and takes
+    # exactly the line; lines longer than READLINE_PEEK, size limits, EOF without a newline
+    ops = [("readline",), ("readline", 5), ("readline", 20000), ("read", 3), ("readline",), ("readline", 1),
+           ("lines",), ("readline",)]
+    got = same_as_stdlib(pieces(LONG_LINES, sizes), ops, bufsize=0)
+    assert b"".join(r[1] if isinstance(r[1], bytes) else b"".join(r[1]) for r in got) == LONG_LINES
+
+
+@needs_fileobject
+def test_unbuffered_readline_eintr_and_timeout():
+    got = same_as_stdlib(pieces(LONG_LINES, [3, 5000]), [("readline",)] * 14, bufsize=0, wrap=Interrupting)
+    assert b"".join(r[1] for r in got) == LONG_LINES
+    script = [b"first line\nhalf a li", HOLD, b"ne\nmore\n"]
+    got = same_as_stdlib(script, [("readline",), ("readline",), "release", ("readline",), ("readline",)],
+                         timeout=0.3, bufsize=0)
+    assert got[0] == ("ok", b"first line\n") and got[1][:2] == ("raised", "timeout")
+
+
+@needs_fileobject
+def test_unbuffered_readline_without_flags():
+    # an object whose recv takes no flags (urllib2 wraps an HTTPResponse so): the stdlib's way
+    class NoFlags(Interrupting):
+        def recv(self, n):
+            return self.sock.recv(n)
+    got = same_as_stdlib(pieces(LONG_LINES, [100]), [("readline",), ("readline", 3), ("read",)], bufsize=0,
+                         wrap=NoFlags)
+    assert b"".join(r[1] for r in got) == LONG_LINES
 
 
 @needs_fileobject

@@ -6,8 +6,10 @@
 One process on the host's own sockets, bound to 127.0.0.1: a TCP listener speaking a one-byte
 command protocol -- 'S'+u64 bulk source (send that many bytes of ``PATTERN``, close), 'K'+u64
 sink (read that many bytes, answer b'k'), 'E' echo until EOF, 'C' echo one byte then close --
-a UDP echo, and an HTTP server answering GET /bytes/N. It prints its three ports on one line
-and serves until its stdin closes. ``Peer`` starts and stops it; ``header`` builds a command.
+a UDP echo, and an HTTP server answering GET /bytes/N (HTTP/1.0, one download per connection)
+and GET /small/N (HTTP/1.1 in one write, kept alive unless the request says close). It prints
+its three ports on one line and serves until its stdin closes. ``Peer`` starts and stops it;
+``header`` builds a command.
 
 It runs in its own process because the measuring process replaces its ``socket`` module
 (``bitsnet.install()``) and must not share its GIL with the peer.
@@ -179,6 +181,8 @@ def _start_http():
 
         def do_GET(self):
             size = int(self.path.rsplit("/", 1)[-1])
+            if self.path.startswith("/small/"):
+                return self.small(size)
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(size))
@@ -190,6 +194,19 @@ def _start_http():
                 self.wfile.write(PATTERN[offset:offset + n])  # bytes: 2.7's wfile writes a memoryview's repr
                 size -= n
                 offset = (offset + n) % period
+
+        def small(self, size):
+            # A lab-shaped exchange (tools/fwbench.py's http figures): an HTTP/1.1 response in one
+            # write, the connection kept alive unless the request says close -- as an XML-RPC or
+            # REST server answers; /bytes/N stays HTTP/1.0 (one download per connection).
+            keep = self.request_version == "HTTP/1.1" and \
+                (self.headers.get("Connection") or "").lower() != "close"
+            self.close_connection = not keep
+            self.connection.setsockopt(host_socket.IPPROTO_TCP, host_socket.TCP_NODELAY, 1)
+            head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n%s\r\n" % (
+                size, "" if keep else "Connection: close\r\n")
+            self.wfile.write(head.encode("ascii") + PATTERN[:size])
+            self.wfile.flush()
 
         def log_message(self, *args):
             pass

@@ -19,16 +19,21 @@ network namespace with tools/bench.py's peer (``--serve-peer``) on the namespace
 
 Figures (MB/s, or per second): bulk receive (C ``bulk_recv``; raw loop with and without batched
 Polls; recv_into, recv, makefile().read(), urllib2), bulk send (C ``bulk_send``; ``raw_send``,
-``send``: sendall), 1-byte round trips, connections (connect, one byte each way, graceful close).
+``send``: sendall), 1-byte round trips, connections (connect, one byte each way, graceful close),
+and two lab-shaped HTTP exchanges with the peer's HTTP/1.1 server, GETs of HTTP_BODY bytes: keep-alive
+httplib requests (C ``http_keepalive``; ``httplib``) and a urllib2 connection per request (C
+``http_conns``; ``urllib_conns``); C's Polls per exchange beside them.
 Each is the median over the rounds, with its spread ((max - min) / median), and its ratio to C:
 after section c has run the whole C set once, the guest runs the C program again right before
 each Python measurement, with just that measurement (tests/scripts/fwbench_guest.py ``pair``),
 and each Python figure is divided by the C figure just before it; the table shows the median of
 those ratios and their spread (the host's load changes within a minute; the pairs share it).
-``--profile`` adds one bitsnet boot that prints the receive path's counters
-(section profile of the guest script); ``--ab fileab,copies`` one more bitsnet boot each round
-with those guest sections (in-boot A/B comparisons, the cost of a copy; column ab, their lines
-as notes).  Exit status 0 when every boot ended normally.
+``--profile`` adds one bitsnet boot that prints the receive path's counters and
+one round trip and one connection call by call (sections profile and convprof of the guest
+script; docs/performance.md sections 2 and 7); ``--ab fileab,copies`` one more bitsnet boot each
+round with those guest sections (in-boot A/B comparisons, the cost of a copy; column ab, their
+lines as notes); ``--ab convab --variants "A:module.NAME=value/B:..."`` alternates variants of
+bitsnet's settings unit by unit for the conversational figures.  Exit status 0 when every boot ended normally.
 """
 
 from __future__ import print_function
@@ -58,11 +63,17 @@ C_OF = {"raw_recv": "bulk_recv", "raw_recv_batch": "bulk_recv", "recv_into": "bu
         "makefile": "bulk_recv", "urllib": "bulk_recv", "raw_send": "bulk_send", "send": "bulk_send",
         "raw_trips": "round_trips", "trips": "round_trips", "conns": "connections",
         "makefile_stdlib": "bulk_recv", "makefile_bitsnet": "bulk_recv", "urllib_stdlib": "bulk_recv",
-        "urllib_bitsnet": "bulk_recv"}
+        "urllib_bitsnet": "bulk_recv", "httplib": "http_keepalive", "urllib_conns": "http_conns"}
 ORDER = ["bulk_recv", "raw_recv", "raw_recv_batch", "recv_into", "recv", "makefile", "urllib",
          "makefile_stdlib", "makefile_bitsnet", "urllib_stdlib", "urllib_bitsnet",
-         "bulk_send", "raw_send", "send", "round_trips", "raw_trips", "trips", "connections", "conns"]
-UNITS = {"round_trips": "/s", "raw_trips": "/s", "trips": "/s", "connections": "/s", "conns": "/s"}
+         "bulk_send", "raw_send", "send", "round_trips", "raw_trips", "trips", "connections", "conns",
+         "http_keepalive", "httplib", "http_conns", "urllib_conns", "round_trips_polls_x100",
+         "connections_polls_x100", "http_keepalive_polls_x100", "http_conns_polls_x100"]
+UNITS = {"round_trips": "/s", "raw_trips": "/s", "trips": "/s", "connections": "/s", "conns": "/s",
+         "http_keepalive": "/s", "httplib": "/s", "http_conns": "/s", "urllib_conns": "/s",
+         "round_trips_polls_x100": "Polls per 100", "connections_polls_x100": "Polls per 100",
+         "http_keepalive_polls_x100": "Polls per 100", "http_conns_polls_x100": "Polls per 100"}
+HTTP_BODY = 256  # bytes of each lab-shaped HTTP response (GET /small/N: an XML-RPC or REST answer)
 
 
 def start_peer():
@@ -86,7 +97,7 @@ def _c_boot(efi_app, workdir, config, verbose):
         image = os.path.join(workdir, "disk.img")
         cfg = os.path.join(workdir, "CFG.TXT")
         with open(cfg, "w") as handle:
-            handle.write("%d %s\n" % (peer.tcp, config))
+            handle.write("%d %s\n" % (peer.tcp, config.replace("HTTPPORT", str(peer.http))))
         with open(image, "wb") as handle:
             handle.truncate(16 * 1024 * 1024)
         for command in (["mformat", "-i", image, "::"], ["mmd", "-i", image, "::/EFI", "::/EFI/BOOT", "::/FWBENCH"],
@@ -117,7 +128,8 @@ def _c_boot(efi_app, workdir, config, verbose):
 
 def run_c(efi_app, opts, verbose):
     """{figure: [values]} of one C boot (MB/s for bytes, per second for counts)."""
-    config = "%d %d %d %d 1 %d" % (opts.size, opts.send_size, opts.trips, opts.conns, C_RECEIVES)
+    config = "%d %d %d %d 1 %d HTTPPORT %d %d %d" % (opts.size, opts.send_size, opts.trips, opts.conns, C_RECEIVES,
+                                                    opts.http_reqs, opts.http_conns, HTTP_BODY)
     workdir = tempfile.mkdtemp(prefix="c-", dir=BUILD)
     lines = qemu_vm.in_new_namespace(_c_boot, efi_app, workdir, config, verbose)
     figures, notes = {}, []
@@ -159,14 +171,17 @@ def run_bits(opts, sections, verbose, stock=False, image=None, efi_app=None):
     if efi_app is None:
         sections = [name for name in sections if name != "c"]
     args = ["--peer", "{peer}", "--http", "{peer_http}", "--size", str(opts.size), "--send-size",
-            str(opts.send_size), "--trips", str(opts.trips), "--conns", str(opts.conns)] + sections
+            str(opts.send_size), "--trips", str(opts.trips), "--conns", str(opts.conns), "--http-reqs",
+            str(opts.http_reqs), "--http-conns", str(opts.http_conns), "--http-body", str(HTTP_BODY)] + \
+        (["--variants", opts.variants] if opts.variants else []) + \
+        (["--reps", str(opts.reps)] if opts.reps else []) + sections
     with _ExtraFiles({"bench.efi": efi_app} if efi_app else {}):
         result = bitsrun.run(script=GUEST, args=args, stock=stock, image=image, setup=start_peer,
                              timeout=BOOT_TIMEOUT, echo="output" if verbose else None)
     figures, notes = {}, []
     for line in result.output:
         words = line.split()
-        if words[:1] in (["info"], ["prof"], ["copy"], ["batch"], ["sendab"]):
+        if words[:1] in (["info"], ["prof"], ["copy"], ["batch"], ["sendab"], ["conv"], ["convab"]):
             notes.append(line)
     # The console in order: the C app's own "@@ fig" lines (unframed, straight to the serial port)
     # and the program's framed "|fig" lines.  Each Python figure is paired with the C figure of
@@ -189,6 +204,8 @@ def run_bits(opts, sections, verbose, stock=False, image=None, efi_app=None):
             value = value / 1e6 if words[1] in ("bulk_recv", "bulk_send") else value
             figures.setdefault("c:" + words[1], []).append(value)
             last_c[words[1]] = value
+        elif words and words[0].endswith("_polls_x100"):
+            figures.setdefault("c:" + words[0], []).append(float(words[1]))
         elif words[:1] in (["failures"], ["timeout"], ["connect-failed"], ["configure-failed"]):
             if words != ["failures", "0"]:
                 notes.append("c: " + " ".join(words))
@@ -264,12 +281,19 @@ def main(argv=None):
                         help="MiB per transfer (default 8, --quick 4; 16 MiB makefile().read() exhausts BITS's heap)")
     parser.add_argument("--trips", type=int, default=300)
     parser.add_argument("--conns", type=int, default=20)
+    parser.add_argument("--http-reqs", type=int, default=100, help="keep-alive HTTP requests (httplib)")
+    parser.add_argument("--http-conns", type=int, default=20, help="HTTP requests, a connection each (urllib2)")
     parser.add_argument("--only", default="bitsnet,trampoline,stock",
                         help="the boots to run, comma-separated (default bitsnet,trampoline,stock; also c: "
                              "the C program booted alone)")
-    parser.add_argument("--profile", action="store_true", help="one more bitsnet boot: the receive path's counters")
+    parser.add_argument("--profile", nargs="?", const="profile,convprof", metavar="SECTIONS",
+                        help="one more bitsnet boot: the receive path's counters (profile) and one round trip "
+                             "and one connection call by call (convprof); default both")
     parser.add_argument("--ab", metavar="SECTIONS", help="one more bitsnet boot each round running these guest "
                         "sections (tests/scripts/fwbench_guest.py: fileab, copies, batch, sendab), column ab")
+    parser.add_argument("--variants", help="for --ab convab: \"NAME:module.ATTR=value;.../NAME2:...\" "
+                        "(bitsnet modules), alternated in one boot")
+    parser.add_argument("--reps", type=int, default=None, help="alternations of an A/B section (guest default 5)")
     parser.add_argument("-v", "--verbose", action="store_true")
     opts = parser.parse_args(argv)
     # Five boots of each kind: with three, one slow boot in two moved a median by 0.15 (the
@@ -326,7 +350,7 @@ def main(argv=None):
             print("round %d stock (%.0f s): %s" % (number, seconds, _brief(figures)))
         sys.stdout.flush()
     if opts.profile:
-        figures, more, seconds = run_bits(opts, ["profile"], opts.verbose)
+        figures, more, seconds = run_bits(opts, opts.profile.split(","), opts.verbose, efi_app=efi_app)
         notes.extend(more)
     print("")
     print("fwbench: %d round(s), %.0f s, transfers of %d bytes; QEMU TCG + OVMF; medians" % (

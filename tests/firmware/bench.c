@@ -8,10 +8,12 @@
  * Python (LoadImage from memory + StartImage, tests/scripts/fwbench_guest.py section c) the line
  * is its LoadOptions (ASCII) and it returns to BITS -- so the C figures come from the same boot,
  * moments before the Python ones (the host is shared: minutes apart, the noise is 2x).  The line:
- *     PORT SIZE SENDSIZE ROUNDTRIPS CONNECTIONS REPEAT RECEIVES
+ *     PORT SIZE SENDSIZE ROUNDTRIPS CONNECTIONS REPEAT RECEIVES [HTTPPORT KEEPALIVE PERCONN BODY]
  * PORT is tools/bench.py's peer on 10.0.2.2 (QEMU's host alias): 'S'+u64 sends that many bytes
  * and closes, 'K'+u64 reads that many and answers 'k', 'E' echoes, 'C' echoes one byte and
- * closes.  Each figure is printed as "@@ fig NAME VALUE" (bytes/s or per-second counts, from the
+ * closes.  HTTPPORT is its HTTP server: KEEPALIVE requests GET /small/BODY on one connection
+ * (what httplib does with a keep-alive HTTPConnection), PERCONN requests each on a connection of
+ * its own, closed gracefully after the response (what urllib2.urlopen does).  Each figure is printed as "@@ fig NAME VALUE" (bytes/s or per-second counts, from the
  * TSC calibrated against Stall), REPEAT times; then "@@ end" and the machine powers off.
  *
  * The receive loop is what EDK2 rewards: RECEIVES (default 8) Receives of 64 KiB outstanding,
@@ -44,8 +46,9 @@ static UINT64 TscPerSec = 1000000000;
 static IO Rx[MAX_RX], Tx[MAX_TX];
 static COMPLETION_TOKEN ConnectTok;
 static TCP4_OPTION Option;
-static UINT16 Port;
+static UINT16 Port, HttpPort;
 static UINT64 Failures;
+static UINT64 Polls;  /* every Poll, for the per-exchange counts (docs/performance.md) */
 
 /* ---------------------------------------------------------------- output */
 static void note(const char *what, UINT64 value)
@@ -138,6 +141,7 @@ static EFI_STATUS wait(CONN *k, COMPLETION_TOKEN *c)
     UINT64 t0 = rdtsc();
     while (!done(c)) {
         uefi_call_wrapper(k->p->Poll, 1, k->p);
+        Polls++;
         if (rdtsc() - t0 > 30 * TscPerSec) {
             Failures++;
             note("timeout", 0);
@@ -147,8 +151,8 @@ static EFI_STATUS wait(CONN *k, COMPLETION_TOKEN *c)
     return c->Status;
 }
 
-/* a connected child; 0 on failure.  Configure is retried while DHCP brings the address up. */
-static int open_conn(CONN *k)
+/* a connected child to `port`; 0 on failure.  Configure is retried while DHCP brings the address up. */
+static int open_conn_to(CONN *k, UINT16 port)
 {
     static TCP4_CONFIG_DATA cfg;
     EFI_STATUS s;
@@ -164,7 +168,7 @@ static int open_conn(CONN *k)
     cfg.AccessPoint.RemoteAddress.Addr[1] = HOST1;
     cfg.AccessPoint.RemoteAddress.Addr[2] = HOST2;
     cfg.AccessPoint.RemoteAddress.Addr[3] = HOST3;
-    cfg.AccessPoint.RemotePort = Port;
+    cfg.AccessPoint.RemotePort = port;
     cfg.AccessPoint.ActiveFlag = TRUE;
     cfg.ControlOption = &Option;
     while ((s = uefi_call_wrapper(k->p->Configure, 2, k->p, &cfg)) == EFI_NO_MAPPING && rdtsc() - t0 < 30 * TscPerSec)
@@ -180,6 +184,11 @@ static int open_conn(CONN *k)
         return 0;
     }
     return 1;
+}
+
+static int open_conn(CONN *k)
+{
+    return open_conn_to(k, Port);
 }
 
 static void destroy(CONN *k)
@@ -332,6 +341,7 @@ static void round_trips(UINT64 count)
         return;
     if (!send_wait(&k, (UINT8 *)"E", 1)) { Failures++; return; }
     t0 = rdtsc();
+    Polls = 0;
     for (i = 0; i < count; i++) {
         if (!send_wait(&k, &x, 1) || recv_wait(&k, 16) != 1) {
             Failures++;
@@ -339,6 +349,7 @@ static void round_trips(UINT64 count)
         }
     }
     fig("round_trips", per_second(i, t0));
+    note("round_trips_polls_x100", i ? Polls * 100 / i : 0);
     abort_conn(&k);
 }
 
@@ -358,6 +369,7 @@ static int reap(int n)
             Conns[i].closing = 0;
         } else {
             uefi_call_wrapper(Conns[i].p->Poll, 1, Conns[i].p);
+            Polls++;
             left++;
         }
     }
@@ -367,6 +379,7 @@ static int reap(int n)
 static void connections(UINT64 count)
 {
     UINT64 i, t0 = rdtsc();
+    Polls = 0;
     if (count > MAX_CONNS)
         count = MAX_CONNS;
     for (i = 0; i < count; i++) {
@@ -385,6 +398,104 @@ static void connections(UINT64 count)
     /* timed up to the last Close posted: the graceful closes finish in the background (the
        last one's TIME_WAIT alone is 2 s), as with bitsnet's reaper and BITS's own close() */
     fig("connections", per_second(i, t0));
+    note("connections_polls_x100", i ? Polls * 100 / i : 0);
+    while (reap((int)count) && rdtsc() - t0 < 60 * TscPerSec)
+        ;
+}
+
+/* ---------------------------------------------------------------- HTTP, as the labs talk */
+static UINT8 HttpBuf[4096];
+
+/* one GET /small/BODY on `k` (Connection: close if `last`), its response read whole (headers
+   up to the blank line, then BODY bytes: the peer sends Content-Length BODY); 1 on success */
+static int http_exchange(CONN *k, UINT64 body, int last)
+{
+    static char request[160];
+    char *r = request;
+    const char *parts[] = {"GET /small/", 0, " HTTP/1.1\r\nHost: 10.0.2.2\r\nAccept-Encoding: identity\r\n", 0};
+    char digits[24];
+    int n = 0, i;
+    UINT64 v = body, got = 0, head = 0;
+    do { digits[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    for (i = 0; parts[0][i]; i++) *r++ = parts[0][i];
+    while (n) *r++ = digits[--n];
+    for (i = 0; parts[2][i]; i++) *r++ = parts[2][i];
+    if (last) {
+        const char *c = "Connection: close\r\n";
+        while (*c) *r++ = *c++;
+    }
+    *r++ = '\r';
+    *r++ = '\n';
+    if (!send_wait(k, (UINT8 *)request, (UINT32)(r - request)))
+        return 0;
+    for (;;) {
+        UINT32 len;
+        if (post_rx(k, &Rx[0], CHUNK) != EFI_SUCCESS || wait(k, &Rx[0].tok.CompletionToken) != EFI_SUCCESS)
+            return 0;
+        len = Rx[0].rx.DataLength;
+        if (!head) {  /* the headers end at the first blank line (they come in the first segment) */
+            UINT64 j;
+            UINT32 keep = len < sizeof(HttpBuf) ? len : sizeof(HttpBuf);
+            CopyMem(HttpBuf, Rx[0].buf, keep);
+            for (j = 0; j + 3 < keep; j++)
+                if (HttpBuf[j] == '\r' && HttpBuf[j + 1] == '\n' && HttpBuf[j + 2] == '\r' && HttpBuf[j + 3] == '\n') {
+                    head = j + 4;
+                    break;
+                }
+            if (!head)
+                return 0;
+        }
+        got += len;
+        if (got >= head + body)
+            return got == head + body;
+    }
+}
+
+static void http_keepalive(UINT64 count, UINT64 body)
+{
+    CONN k;
+    UINT64 i, t0;
+    if (!open_conn_to(&k, HttpPort))
+        return;
+    if (!http_exchange(&k, body, 0)) {  /* the first one is not timed, as httplib's first request */
+        Failures++;
+        abort_conn(&k);
+        return;
+    }
+    Polls = 0;
+    t0 = rdtsc();
+    for (i = 0; i < count; i++)
+        if (!http_exchange(&k, body, 0)) {
+            Failures++;
+            break;
+        }
+    fig("http_keepalive", per_second(i, t0));
+    note("http_keepalive_polls_x100", i ? Polls * 100 / i : 0);
+    abort_conn(&k);
+}
+
+/* a connection per request, closed gracefully after the response (urllib2.urlopen) */
+static void http_conns(UINT64 count, UINT64 body)
+{
+    UINT64 i, t0 = rdtsc();
+    Polls = 0;
+    if (count > MAX_CONNS)
+        count = MAX_CONNS;
+    for (i = 0; i < count; i++) {
+        CONN *k = &Conns[i];
+        if (!open_conn_to(k, HttpPort) || !http_exchange(k, body, 1)) {
+            Failures++;
+            break;
+        }
+        k->close.AbortOnClose = FALSE;
+        k->close.CompletionToken.Status = EFI_NOT_READY;
+        new_event(&k->close.CompletionToken);
+        uefi_call_wrapper(k->p->Close, 2, k->p, &k->close);
+        k->closing = 1;
+        reap((int)i + 1);
+    }
+    fig("http_conns", per_second(i, t0));
+    note("http_conns_polls_x100", i ? Polls * 100 / i : 0);
     while (reap((int)count) && rdtsc() - t0 < 60 * TscPerSec)
         ;
 }
@@ -393,7 +504,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
     CHAR8 *cfg;
     char *p;
-    UINT64 size, send_size, trips, conns, repeat, receives, r;
+    UINT64 size, send_size, trips, conns, repeat, receives, r, keepalive, perconn, body;
     int i;
     InitializeLib(image, systab);
     BSp = systab->BootServices;
@@ -416,6 +527,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
         conns = parse(&p);
         repeat = parse(&p);
         receives = parse(&p);
+        HttpPort = (UINT16)parse(&p);
+        keepalive = parse(&p);
+        perconn = parse(&p);
+        body = parse(&p);
         if (receives < 1 || receives > MAX_RX)
             receives = 8;
         /* the options bitsnet configures (tcp.py): 256 KiB buffers, Nagle off, timestamps, scaling */
@@ -454,6 +569,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
                 round_trips(trips);
             if (conns)
                 connections(conns);
+            if (HttpPort && keepalive)
+                http_keepalive(keepalive, body);
+            if (HttpPort && perconn)
+                http_conns(perconn, body);
         }
         note("failures", Failures);
         if (FromOptions) {  /* BITS goes on: give back what it would otherwise lose */

@@ -17,10 +17,19 @@ Sections:
             Poll until CheckEvent says it completed -- ``raw_recv`` re-posts at once,
             ``raw_recv_batch`` Polls 16 times first (bitsnet's trick); ``raw_send``; ``raw_trips``
   api       the socket module in place (bitsnet or BITS's own): recv_into, recv, makefile().read(),
-            urllib2, sendall, 1-byte round trips, connections
+            urllib2, sendall, 1-byte round trips, connections, then section http
+  http      lab-shaped exchanges: GET /small/BODY (--http-body, 256) --http-reqs times on one keep-alive
+            httplib connection (``httplib``), and --http-conns urllib2.urlopen calls, a connection
+            each (``urllib_conns``); bench.c makes the same requests (``http_keepalive``, ``http_conns``)
+  convprof  one round trip and one connection call by call: every firmware call, notification and
+            events.process, the Python time between them (``conv`` lines; docs/performance.md)
+  micro     single operations of the round trip's path, timed in BITS (``conv micro`` lines)
+  floor     httplib's and urllib2's own Python per request over a fake socket (no network)
   profile   bitsnet's receive path counted (recv_into download): Polls, Receives, Python calls
             per frame and where the time goes (TSC)
   batch     A/B of stack.POLL_BATCH over --batches (alternating, --reps times): recv_into, recv
+  convab    A/B of the conversational figures (trips, conns, httplib, urllib_conns) over --variants
+            "NAME:module.ATTR=value;.../NAME2:...", alternating unit by unit (``convab`` lines)
   sendab    A/B of stack.SEND_POLL_BATCH over --batches (alternating, --reps times): sendall
   copies    what a copy of the payload costs (GRUB's byte-wise memcpy): slice, join, string_at, the
             stdlib _fileobject's 8 KiB slices + cStringIO; and how much heap there is
@@ -43,7 +52,8 @@ import time
 CHUNK = 64 * 1024
 FRAME = 1448  # TCP payload of one 1500-byte frame with timestamps: the unit of "per frame"
 OPTS = {"size": 8 * 1024 * 1024, "send_size": 8 * 1024 * 1024, "trips": 300, "conns": 20, "repeat": 1,
-        "reps": 5, "batches": "16,32"}
+        "reps": 5, "batches": "16,32", "http_reqs": 100, "http_conns": 20, "http_body": 256, "ab": "",
+        "variants": "base:/same:"}
 
 
 def say(text):
@@ -67,7 +77,7 @@ def elapsed(start):
 _PAIRED = {"on": False}  # section c found the C app: every later figure gets its own C run first
 
 
-def run_c(opts, size=0, send_size=0, trips=0, conns=0):
+def run_c(opts, size=0, send_size=0, trips=0, conns=0, keepalive=0, perconn=0):
     """bench.efi once, with this configuration; it prints its own "@@ fig" lines."""
     import efi
     bs = efi.system_table.BootServices.contents
@@ -78,7 +88,8 @@ def run_c(opts, size=0, send_size=0, trips=0, conns=0):
     efi.check_status(bs.LoadImage(False, efi._efi._image_handle, None, ctypes.addressof(image), len(data),
                                   ctypes.byref(child)))
     loaded = efi.EFI_LOADED_IMAGE_PROTOCOL.from_handle(child.value)
-    line = "%d %d %d %d %d 1 8" % (opts["port"], size, send_size, trips, conns)
+    line = "%d %d %d %d %d 1 8 %d %d %d %d" % (opts["port"], size, send_size, trips, conns, opts.get("http", 0),
+                                               keepalive, perconn, opts["http_body"])
     options = ctypes.create_string_buffer(line.encode("ascii"))
     loaded.LoadOptions = ctypes.addressof(options)
     loaded.LoadOptionsSize = len(line)
@@ -98,6 +109,10 @@ def pair(opts, kind):
         run_c(opts, send_size=opts["send_size"])
     elif kind == "trips":
         run_c(opts, trips=opts["trips"])
+    elif kind == "http_keepalive":
+        run_c(opts, keepalive=opts["http_reqs"])
+    elif kind == "http_conns":
+        run_c(opts, perconn=opts["http_conns"])
     else:
         run_c(opts, conns=opts["conns"])
 
@@ -108,7 +123,8 @@ def section_c(opts):
         ipconfig.ensure_configured()
     except ImportError:
         pass  # BITS's own socket: tools/bitsrun.py restarted the timer; the C app waits for DHCP
-    status = run_c(opts, opts["size"], opts["send_size"], opts["trips"], opts["conns"])
+    status = run_c(opts, opts["size"], opts["send_size"], opts["trips"], opts["conns"], opts["http_reqs"],
+                   opts["http_conns"])
     say("info c status %d" % status)
     _PAIRED["on"] = status == 0
 
@@ -364,6 +380,59 @@ def api_conns(socket, opts):
     return rate
 
 
+def api_http_keepalive(opts):
+    """GET /small/BODY again and again on one keep-alive httplib connection (requests/s; the first
+    request, which connects, is not timed -- nor is it in bench.c)."""
+    import httplib
+    conn = httplib.HTTPConnection(opts["host"], opts["http"], timeout=30)
+    path = "/small/%d" % opts["http_body"]
+
+    def one():
+        conn.request("GET", path)
+        response = conn.getresponse()
+        if len(response.read()) != opts["http_body"]:
+            raise AssertionError("http body")
+    one()
+    start = time.time()
+    for _ in range(opts["http_reqs"]):
+        one()
+    rate = opts["http_reqs"] / elapsed(start)
+    conn.close()
+    return rate
+
+
+def api_http_conns(opts):
+    """urllib2.urlopen of GET /small/BODY, a new connection per request (requests/s, timed up to
+    the last close(), as the connections figure)."""
+    import urllib2
+    url = "http://%s:%d/small/%d" % (opts["host"], opts["http"], opts["http_body"])
+    start = time.time()
+    for _ in range(opts["http_conns"]):
+        response = urllib2.urlopen(url, timeout=30)
+        if len(response.read()) != opts["http_body"]:
+            raise AssertionError("http body")
+        response.close()
+    rate = opts["http_conns"] / elapsed(start)
+    _settle()
+    return rate
+
+
+def _settle():
+    try:
+        from bitsnet import events, tcp
+        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=tcp._poll_any)
+    except ImportError:
+        pass
+
+
+def section_http(opts):
+    """The lab-shaped figures alone: keep-alive httplib requests, a urllib2 connection per request."""
+    pair(opts, "http_keepalive")
+    fig("httplib", api_http_keepalive(opts))
+    pair(opts, "http_conns")
+    fig("urllib_conns", api_http_conns(opts))
+
+
 def section_api(opts):
     import socket
     say("info socket %s" % getattr(socket, "__file__", "?"))
@@ -395,6 +464,7 @@ def section_api(opts):
     fig("trips", api_trips(socket, opts))
     pair(opts, "conns")
     fig("conns", api_conns(socket, opts))
+    section_http(opts)
 
 
 # ---------------------------------------------------------------- the profile
@@ -498,6 +568,529 @@ def section_profile(opts):
     top = sorted(per_function.items(), key=lambda item: -item[1])[:12]
     for name, n in top:
         say("prof   %-24s %.3f/frame" % (name, n / float(frames2)))
+
+
+# ---------------------------------------------------------------- the conversational profile
+class _Tracer(object):
+    """Every firmware call bitsnet makes (each TCP child's protocol functions, CreateChild and
+    DestroyChild, the boot services events.py calls), each notification and each events.process,
+    as (name, begin, end) in TSC ticks (docs/performance.md section 7)."""
+
+    FUNCTIONS = ("Poll", "Receive", "Transmit", "Connect", "Configure", "Close", "GetModeData", "Routes",
+                 "Accept", "Cancel")
+
+    def __init__(self):
+        import bits
+        self.rdtsc = bits.rdtsc
+        self.trace = []
+        self.on = False
+        self.undo = []
+
+    def wrap(self, name, function):
+        trace, rdtsc, tracer = self.trace, self.rdtsc, self
+
+        def wrapper(*args):
+            if not tracer.on:
+                return function(*args)
+            begin = rdtsc()
+            try:
+                return function(*args)
+            finally:
+                trace.append((name, begin, rdtsc()))
+        return wrapper
+
+    def patch(self, owner, name, value):
+        self.undo.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
+
+    def install(self):
+        from bitsnet import child, events, nic
+        tracer = self
+        original_set_proto, original_pollable = child.EfiChild._set_proto, child.EfiChild._pollable
+
+        def set_proto(ep, proto):
+            original_set_proto(ep, proto)
+            if proto is not None:
+                for name in tracer.FUNCTIONS:
+                    ep._calls[name] = (proto, tracer.wrap(name, getattr(proto, name)), ctypes.byref(proto))
+
+        def pollable(ep, on):
+            original_pollable(ep, on)
+            if ep._poll is not None:
+                ep._poll = (tracer.wrap("Poll", ep._poll[0]), ep._poll[1])
+        self.patch(child.EfiChild, "_set_proto", set_proto)
+        self.patch(child.EfiChild, "_pollable", pollable)
+        for name in ("create_child", "destroy_child"):
+            method = getattr(nic.Nic, name)
+            self.patch(nic.Nic, name, self.wrap_method("CreateChild" if name == "create_child" else "DestroyChild",
+                                                       method))
+        real_bs = events.boot_services()
+
+        class BootServices(object):
+            def __getattr__(self, name):
+                return tracer.wrap(name, getattr(real_bs, name))
+        proxy = BootServices()
+        self.patch(events, "boot_services", lambda: proxy)
+        self.patch(events, "process", self.wrap("process", events.process))
+        if events.mode() == "efi-hook":
+            import _efi
+            hook = self.wrap("notify", events._notified_event)
+            _efi._set_event_callback(hook)
+            self.undo.append((None, "hook", events._notified_event))
+
+    def wrap_method(self, name, method):
+        wrapped = self.wrap(name, lambda *args: method(*args))
+
+        def function(*args):
+            return wrapped(*args)
+        return function
+
+    def uninstall(self):
+        for owner, name, value in reversed(self.undo):
+            if owner is None:
+                import _efi
+                _efi._set_event_callback(value)
+            else:
+                setattr(owner, name, value)
+        self.undo = []
+
+
+def _summarize(label, trace, spans, tsc_per_us):
+    """Per exchange: count and microseconds of each firmware call, the Python time around them."""
+    counts, cycles = {}, {}
+    inside = 0
+    for name, begin, end in trace:
+        counts[name] = counts.get(name, 0) + 1
+        if name not in ("process",):  # process is Python (it contains notify and CheckEvent calls)
+            cycles[name] = cycles.get(name, 0) + end - begin
+            if name != "notify":
+                inside += end - begin
+    n = float(len(spans))
+    total = sum(end - begin for begin, end in spans)
+    say("conv %s: %d exchanges, %.1f us each (%.0f /s under the tracer)" % (
+        label, len(spans), total / tsc_per_us / n, n / (total / tsc_per_us / 1e6)))
+    for name in sorted(counts, key=lambda k: -cycles.get(k, 0)):
+        say("conv %s   %-13s calls=%6.2f us=%8.1f us/call=%7.1f" % (
+            label, name, counts[name] / n, cycles.get(name, 0) / tsc_per_us / n,
+            cycles.get(name, 0) / tsc_per_us / counts[name]))
+    say("conv %s   firmware total us=%.1f; Python (everything else) us=%.1f" % (
+        label, inside / tsc_per_us / n, (total - inside) / tsc_per_us / n))
+
+
+def _sequence(label, trace, begin, end, tsc_per_us):
+    """One exchange call by call: the Python gap before each call, then the call."""
+    last = begin
+    line = []
+    for name, b, e in trace:
+        if b < begin or e > end or name == "process":
+            continue
+        if name == "notify":  # runs inside the call that signalled the event (listed after it)
+            line.append("(notify %d)" % ((e - b) / tsc_per_us))
+            continue
+        line.append("+%d %s %d" % ((b - last) / tsc_per_us, name, (e - b) / tsc_per_us))
+        last = e
+    line.append("+%d end" % ((end - last) / tsc_per_us))
+    text = " | ".join(line)
+    while text:
+        say("conv %s seq: %s" % (label, text[:150]))
+        text = text[150:]
+
+
+def _timed_profile(label, socket, opts, rdtsc, tsc_per_us):
+    """Exclusive TSC time and calls per function during a few exchanges of ``label``."""
+    spent, calls, stack = {}, {}, []
+
+    def profiler(frame, event, arg):
+        now = rdtsc()
+        if event in ("call", "c_call"):
+            if event == "call":
+                key = "%s:%d" % (frame.f_code.co_name, frame.f_code.co_firstlineno)
+            else:
+                key = "c:" + (getattr(arg, "__name__", None) or type(arg).__name__)
+            calls[key] = calls.get(key, 0) + 1
+            if stack:
+                top = stack[-1]
+                spent[top[0]] = spent.get(top[0], 0) + now - top[1]
+            stack.append([key, rdtsc()])
+        elif event in ("return", "c_return", "c_exception") and stack:
+            key, since = stack.pop()
+            spent[key] = spent.get(key, 0) + now - since
+            if stack:
+                stack[-1][1] = rdtsc()
+    if label == "trip":
+        sock = connect(socket, opts)
+        sock.sendall(b"E")
+        sock.sendall(b"x")
+        sock.recv(1)
+        n = 20
+        sys.setprofile(profiler)
+        for _ in range(n):
+            sock.sendall(b"x")
+            sock.recv(1)
+        sys.setprofile(None)
+        sock.close()
+    else:
+        n = 5
+        sys.setprofile(profiler)
+        for _ in range(n):
+            sock = connect(socket, opts)
+            sock.sendall(b"Cx")
+            sock.recv(1)
+            sock.close()
+        sys.setprofile(None)
+        _settle()
+    total = sum(spent.values())
+    say("conv %s profiled: %.0f us per exchange, %.1f calls" % (label, total / tsc_per_us / n,
+                                                                sum(calls.values()) / float(n)))
+    for key in sorted(spent, key=lambda k: -spent[k])[:30]:
+        say("conv %s   %-34s calls=%6.1f us=%8.1f" % (label, key[:34], calls.get(key, 0) / float(n),
+                                                     spent[key] / tsc_per_us / n))
+
+
+def section_floor(opts):
+    """httplib's and urllib2's own Python per request, with no network: a fake socket whose
+    makefile() is a cStringIO of the response (``conv floor`` lines). No socket layer can make
+    a request faster than this."""
+    import httplib
+    import urllib2
+    from cStringIO import StringIO
+    body = b"y" * opts["http_body"]
+    keep = ("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n"
+            % len(body)) + body
+    close = keep.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)
+
+    class FakeSock(object):
+        def __init__(self, response):
+            self.response = response
+
+        def sendall(self, data):
+            pass
+
+        def makefile(self, mode="rb", bufsize=-1):
+            return StringIO(self.response)
+
+        def close(self):
+            pass
+    conn = httplib.HTTPConnection(opts["host"], opts["http"])
+    conn.sock = FakeSock(keep)
+    n = 50
+    start = time.time()
+    for _ in range(n):
+        conn.request("GET", "/small/%d" % opts["http_body"])
+        if len(conn.getresponse().read()) != len(body):
+            raise AssertionError("floor body")
+    say("conv floor httplib keep-alive request, Python only: %.0f /s (%.0f us each)" % (
+        n / elapsed(start), elapsed(start) / n * 1e6))
+    original = httplib.HTTPConnection.connect
+
+    def fake_connect(self):
+        self.sock = FakeSock(close)
+    httplib.HTTPConnection.connect = fake_connect
+    try:
+        url = "http://%s:%d/small/%d" % (opts["host"], opts["http"], opts["http_body"])
+        n = 20
+        start = time.time()
+        for _ in range(n):
+            response = urllib2.urlopen(url, timeout=30)
+            if len(response.read()) != len(body):
+                raise AssertionError("floor body")
+            response.close()
+        say("conv floor urllib2.urlopen request, Python only: %.0f /s (%.0f us each)" % (
+            n / elapsed(start), elapsed(start) / n * 1e6))
+    finally:
+        httplib.HTTPConnection.connect = original
+
+
+def section_convprof(opts):
+    """One round trip and one connection, call by call (docs/performance.md section 7)."""
+    import socket
+    import bits
+    from bitsnet import events
+    start, t0 = time.time(), bits.rdtsc()
+    while time.time() - start < 0.5:
+        pass
+    tsc_per_us = (bits.rdtsc() - t0) / (elapsed(start) * 1e6)
+    say("conv event-mode %s tsc/us %.1f" % (events.mode(), tsc_per_us))
+    tracer = _Tracer()
+    tracer.install()
+    rdtsc = bits.rdtsc
+    try:
+        # round trips: 1 byte each way, sendall + recv(1), as section api
+        sock = connect(socket, opts)
+        sock.sendall(b"E")
+        for _ in range(30):
+            sock.sendall(b"x")
+            sock.recv(1)
+        stats0 = dict(events.stats)
+        tracer.on = True
+        spans = []
+        for _ in range(100):
+            b = rdtsc()
+            sock.sendall(b"x")
+            if sock.recv(1) != b"x":
+                raise AssertionError("echo")
+            spans.append((b, rdtsc()))
+        tracer.on = False
+        trips = list(tracer.trace)
+        del tracer.trace[:]
+        say("conv trip stats %s" % " ".join("%s=%d" % (k, events.stats[k] - stats0[k]) for k in sorted(stats0)))
+        sock.close()
+        _summarize("trip", trips, spans, tsc_per_us)
+        ordered = sorted(spans, key=lambda s: s[1] - s[0])
+        _sequence("trip(median)", trips, *(ordered[len(ordered) // 2] + (tsc_per_us,)))
+        _sequence("trip(fastest)", trips, *(ordered[0] + (tsc_per_us,)))
+        # connections: connect, one byte each way, close (as section api)
+        for _ in range(5):
+            sock = connect(socket, opts)
+            sock.sendall(b"Cx")
+            sock.recv(1)
+            sock.close()
+        _settle()
+        stats0 = dict(events.stats)
+        tracer.on = True
+        spans = []
+        for _ in range(20):
+            b = rdtsc()
+            sock = connect(socket, opts)
+            sock.sendall(b"Cx")
+            if sock.recv(1) != b"x":
+                raise AssertionError("one-shot")
+            sock.close()
+            spans.append((b, rdtsc()))
+        tracer.on = False
+        conns = list(tracer.trace)
+        del tracer.trace[:]
+        say("conv conn stats %s" % " ".join("%s=%d" % (k, events.stats[k] - stats0[k]) for k in sorted(stats0)))
+        _summarize("conn", conns, spans, tsc_per_us)
+        ordered = sorted(spans, key=lambda s: s[1] - s[0])
+        _sequence("conn(median)", conns, *(ordered[len(ordered) // 2] + (tsc_per_us,)))
+        _settle()
+        # Where the Python time goes: sys.setprofile with the TSC, exclusive time per function
+        # (C functions and ctypes calls included; the profiler's own cost inflates every entry)
+        for label in ("trip", "conn"):
+            _timed_profile(label, socket, opts, rdtsc, tsc_per_us)
+    finally:
+        tracer.on = False
+        tracer.uninstall()
+
+
+def _apply(assignments):
+    """``module.NAME=value;...`` (bitsnet modules; value an int, float or a guest function's name)
+    set now; returns what undoes it."""
+    undo = []
+    for item in [a for a in assignments.split(";") if a]:
+        target, value = item.split("=", 1)
+        path = target.split(".")
+        __import__("bitsnet." + path[0])
+        owner = sys.modules["bitsnet." + path[0]]
+        for name in path[1:-1]:  # a class in the module: tcp.TcpEndpoint._post_transmit
+            owner = getattr(owner, name)
+        attr = path[-1]
+        if value in globals():
+            new = globals()[value]
+        else:
+            new = float(value) if "." in value else int(value)
+        undo.append((owner, attr, owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)))
+        setattr(owner, attr, new)
+    return undo
+
+
+def _restore(undo):
+    for module, attr, value in reversed(undo):
+        setattr(module, attr, value)
+
+
+def section_convab(opts):
+    """A/B of the conversational figures in one boot: --variants "NAME:mod.X=v;mod.Y=w/NAME2:...".
+    The variants alternate unit by unit (20 round trips, one connection, 5 keep-alive httplib
+    requests, one urllib2 request), --reps x 10 units each, so that the host's load, which moves
+    within seconds, hits them alike; per figure and variant: the median unit rate, and the median
+    of the per-round ratios to the first variant (``convab`` lines)."""
+    import socket
+    import httplib
+    import urllib2
+    from bitsnet import inet, ipconfig
+    variants = [v.split(":", 1) for v in opts["variants"].split("/") if v]
+    rounds = opts["reps"] * 10  # units per variant (round trips: three times as many)
+    path = "/small/%d" % opts["http_body"]
+    url = "http://%s:%d%s" % (opts["host"], opts["http"], path)
+
+    def with_variant(assignments, function, *args):
+        undo = _apply(assignments)
+        ipconfig._forget()
+        inet._parsed.clear()
+        try:
+            start = time.time()
+            count = function(*args)
+            return count / elapsed(start)
+        finally:
+            _restore(undo)
+
+    def trips(sock):
+        for _ in range(20):
+            sock.sendall(b"x")
+            if sock.recv(1) != b"x":
+                raise AssertionError("echo")
+        return 20
+
+    def one_conn():
+        sock = connect(socket, opts)
+        sock.sendall(b"Cx")
+        if sock.recv(1) != b"x":
+            raise AssertionError("one-shot")
+        sock.close()
+        return 1
+
+    def requests(conn):
+        for _ in range(5):
+            conn.request("GET", path)
+            if len(conn.getresponse().read()) != opts["http_body"]:
+                raise AssertionError("http body")
+        return 5
+
+    def one_urlopen():
+        response = urllib2.urlopen(url, timeout=30)
+        if len(response.read()) != opts["http_body"]:
+            raise AssertionError("http body")
+        response.close()
+        return 1
+
+    echo = {}
+    keep = {}
+    for name, assignments in variants:
+        undo = _apply(assignments)
+        try:
+            echo[name] = connect(socket, opts)
+            echo[name].sendall(b"E")
+            keep[name] = httplib.HTTPConnection(opts["host"], opts["http"], timeout=30)
+            keep[name].request("GET", path)
+            keep[name].getresponse().read()
+        finally:
+            _restore(undo)
+    units = (("trips", lambda name: (trips, echo[name])), ("conns", lambda name: (one_conn,)),
+             ("httplib", lambda name: (requests, keep[name])), ("urllib_conns", lambda name: (one_urlopen,)))
+    for figure, unit in units:
+        rates = dict((name, []) for name, _ in variants)
+        ratios = dict((name, []) for name, _ in variants)
+        for number in range(rounds * (3 if figure == "trips" else 1)):
+            order = variants if number % 2 == 0 else variants[::-1]
+            this = {}
+            for name, assignments in order:
+                this[name] = with_variant(assignments, *unit(name))
+                rates[name].append(this[name])
+            for name, _ in variants:
+                ratios[name].append(this[name] / this[variants[0][0]])
+        _settle()
+        for name, _ in variants:
+            r, q = sorted(rates[name]), sorted(ratios[name])
+            say("convab %-13s %-12s median=%.2f /s (min %.2f max %.2f, %d units) ratio to %s: median %.3f"
+                " quartiles %.3f-%.3f" % (figure, name, r[len(r) // 2], r[0], r[-1], len(r), variants[0][0],
+                                          q[len(q) // 2], q[len(q) // 4], q[3 * len(q) // 4]))
+    for name, _ in variants:
+        echo[name].close()
+        keep[name].close()
+    _settle()
+
+
+# ---------------------------------------------------------------- prototypes for convab (not bitsnet's code)
+def _bytes_offset():
+    probe = b"probe"
+    return ctypes.cast(probe, ctypes.c_void_p).value - id(probe)
+
+
+BYTES_OFFSET = _bytes_offset()
+
+
+def proto_post_transmit(self, data):
+    """tcp.TcpEndpoint._post_transmit, prototype: the fragment address as id() + offset, and a
+    Transmit that completed inside the call consumed here (no Operation recorded, no _consume
+    cycle in the next call)."""
+    import efi
+    from bitsnet import events, tcp
+    if self._tx_free:
+        token, txdata, fragment, completion = self._tx_free.pop()
+    else:
+        token, txdata, fragment, completion = self._transmit_token(urgent=False)
+    size = len(data)
+    txdata.DataLength = fragment.FragmentLength = size
+    fragment.FragmentBuffer = id(data) + BYTES_OFFSET
+    op = self._submit("tx", token, completion, keep=(txdata, data, fragment, completion))
+    self._tx_ops.append(op)
+    self._tx_inflight += size
+    status = self._call("Transmit", ctypes.byref(token))
+    if status != efi.EFI_SUCCESS:
+        events.unsubmit(op)
+        self._tx_ops.remove(op)
+        self._tx_free.append((token, txdata, fragment, completion))
+        self._tx_inflight -= size
+        self._tx.unread(data)
+        if status != efi.EFI_OUT_OF_RESOURCES:
+            self._refused(status, "send")
+        else:
+            self._transmit_refused()
+        return False
+    if self._tx_refused_since is not None:
+        self._tx_refused_since = None
+        tcp._tx_retry.discard(self)
+    done = completion.Status
+    if done != events.SENTINEL and events._pending.get(op.slot) is op:
+        del events._pending[op.slot]
+        op.status, op.done = done, True
+        events._idle.append(op.slot)
+        self._tx_ops.pop()
+        self._tx_free.append((token, txdata, fragment, completion))
+        self._tx_inflight -= size
+        if done not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
+            from bitsnet import errors
+            self._set_error(errors.errno_for(done, "send"))
+        return True
+    events.check(op)
+    return True
+
+
+def proto_wait_until(predicate, deadline, poll=None, checked=False):
+    """events.wait_until, prototype: with a poll (the pump, which runs events.process itself),
+    no second events.process per round."""
+    from bitsnet import events
+    clock, process = events.clock, events.process
+    idle = 0
+    while True:
+        if checked:
+            checked = False
+        else:
+            if poll is None and process():
+                idle = 0
+            if predicate():
+                return True
+        if deadline is not None and clock() >= deadline:
+            return False
+        if poll is not None:
+            poll()
+        idle += 1
+        if idle > events.IDLE_SPINS:
+            events.boot_services().Stall(events.IDLE_STALL_US)
+
+
+def section_micro(opts):
+    """Costs of single operations on the round trip's path, in BITS (``conv micro`` lines)."""
+    from bitsnet import events
+    n = 2000
+    data = b"x"
+
+    def timed(label, function):
+        start = time.time()
+        for _ in range(n):
+            function()
+        say("conv micro %-40s %.2f us" % (label, elapsed(start) / n * 1e6))
+    c_void_p, cast = ctypes.c_void_p, ctypes.cast
+    timed("empty Python call", lambda: None)
+    timed("ctypes.cast(bytes, c_void_p).value", lambda: cast(data, c_void_p).value)
+    timed("id(bytes) + offset", lambda: id(data) + BYTES_OFFSET)
+    timed("events.clock()", events.clock)
+    timed("events.process() (nothing to do)", events.process)
+    op = events.Operation
+    timed("events.Operation(...)", lambda: op(None, None, None, None, (), 0, 0, "tx"))
+
 
 
 def section_sendab(opts):
@@ -618,7 +1211,9 @@ def section_fileab(opts):
 
 
 SECTIONS = {"c": section_c, "raw": section_raw, "api": section_api, "profile": section_profile,
-            "batch": section_batch, "sendab": section_sendab, "copies": section_copies, "fileab": section_fileab}
+            "batch": section_batch, "sendab": section_sendab, "copies": section_copies, "fileab": section_fileab,
+            "http": section_http, "convprof": section_convprof, "convab": section_convab,
+            "floor": section_floor, "micro": section_micro}
 
 
 def main(argv):
@@ -631,11 +1226,12 @@ def main(argv):
             host, port = argv[i + 1].rsplit(":", 1)
             opts["host"], opts["port"] = host, int(port)
             i += 2
-        elif arg == "--batches":
-            opts["batches"] = argv[i + 1]
+        elif arg in ("--batches", "--ab", "--variants"):
+            opts[arg[2:]] = argv[i + 1]
             i += 2
         elif arg.startswith("--") and arg[2:].replace("-", "_") in ("http", "size", "send_size", "trips", "conns",
-                                                                     "repeat", "reps"):
+                                                                     "repeat", "reps", "http_reqs", "http_conns",
+                                                                     "http_body"):
             opts[arg[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         else:
