@@ -39,9 +39,9 @@ try again". The deadline is our own monotonic timer, so ``settimeout`` works wha
 the firmware has (EDK2 cannot time a connect out in less than 60 s, docs/edk2.md section 3.9). Nothing drives
 the firmware between a program's calls, so a non-blocking call Polls once (``_progress``) before
 it answers EAGAIN or EINPROGRESS. The call's deadline also reaches the waits below the socket --
-DHCP, SLAAC, EFI_NO_MAPPING retries -- through ``events.caller_deadline`` (``_with_deadline``);
-a non-blocking connect whose address is still coming answers EINPROGRESS and connects later
-(``TcpEndpoint.connect_later``). One thread at a time: a second thread entering while another
+DHCP, SLAAC, EFI_NO_MAPPING retries -- as the ``deadline`` argument of the endpoint's ``bind``,
+``connect_start``, ``connect`` and ``sendto``; a non-blocking connect whose address is still
+coming answers EINPROGRESS and connects later (``TcpEndpoint.connect_later``). One thread at a time: a second thread entering while another
 is inside gets a RuntimeError (``_enter``).
 
 Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
@@ -134,17 +134,6 @@ _NOT_STREAM_RECV_FLAGS = ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL)  # any of thes
 # A recv() or recvfrom() up to this size hands over the received bytes without allocating a
 # result first; a larger one allocates as CPython does, so absurd sizes raise MemoryError too.
 _UNCOPIED_RECV_MAX = 1 << 24
-
-
-def _with_deadline(deadline, function, *args):
-    """``function(*args)`` with ``deadline`` reaching the waits below the socket (address
-    bring-up, EFI_NO_MAPPING retries: ``events.caller_deadline``, docs/architecture.md section 6.4)."""
-    held = _events.caller_deadline[0]
-    _events.caller_deadline[0] = deadline
-    try:
-        return function(*args)
-    finally:
-        _events.caller_deadline[0] = held
 
 
 def _progress(endpoint):
@@ -578,7 +567,7 @@ class socket(object):
         endpoint = self._endpoint()
         deadline = self._deadline() if self._timeout else None  # docs/architecture.md section 6.4
         local = _sockaddr(self._family, address, "bind")
-        _with_deadline(deadline, endpoint.bind, local)
+        endpoint.bind(local, deadline=deadline)
         # EDK2 quirk: TCP4 needs the station address for a "0.0.0.0" listener (docs/bits-efi.md section 4),
         # so the endpoint holds the real one; getsockname() reports the wildcard, as CPython.
         self._descriptor.wildcard = local[0] == _families.of(self._family).wildcard
@@ -624,7 +613,7 @@ class socket(object):
         remote = _sockaddr(self._family, address, "connect")
         if self._type == SOCK_DGRAM:  # only the default peer: nothing goes on the wire
             try:
-                _with_deadline(deadline, endpoint.connect, remote)
+                endpoint.connect(remote, deadline=deadline)
             except error as exc:
                 if isinstance(exc, timeout) and not exc.errno and self._timeout == 0.0:
                     return _error(_errno.EAGAIN)  # the address is still coming (DHCP)
@@ -655,7 +644,7 @@ class socket(object):
             return _error(endpoint.take_error() or _errno.ECONNABORTED)
         else:
             try:
-                _with_deadline(deadline, endpoint.connect_start, remote)
+                endpoint.connect_start(remote, deadline=deadline)
             except timeout as exc:
                 if self._timeout != 0.0 or exc.errno:  # (ETIMEDOUT is a TimeoutError on 3.x)
                     raise
@@ -1023,7 +1012,7 @@ class socket(object):
         progressed = False
         while True:
             try:
-                n = _with_deadline(deadline, endpoint.sendto, data, address)
+                n = endpoint.sendto(data, address, deadline=deadline)
             except timeout as exc:
                 if not exc.errno and (self._timeout == 0.0 or flags & MSG_DONTWAIT):
                     raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): docs/architecture.md section 6.4

@@ -81,22 +81,25 @@ class EfiChild(Endpoint):
         self._set_proto(protocol.from_handle(handle))
         self._closer.live.add(self)
 
-    def _ip_info(self):
+    def _ip_info(self, deadline=None):
         """IPv4: the NIC's address, DHCP first if needed. IPv6: its addresses once a global one
-        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
-        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
+        exists (SLAAC switched on if needed, ipconfig.ensure_configured6). ``deadline``: the
+        socket call's (docs/architecture.md section 6.4)."""
+        if self._fam.version == 4:
+            return ipconfig.ensure_configured(deadline=deadline)
+        return ipconfig.ensure_configured6(deadline=deadline)
 
-    def _configure_child(self, config, deadline):
-        """Configure(config), again while it says EFI_NO_MAPPING until ``deadline``; the status."""
+    def _configure_child(self, config, until, deadline=None):
+        """Configure(config), again while it says EFI_NO_MAPPING until ``until``; the status.
+        ``deadline``, the socket call's, comes first: ``errors.timeout`` (docs/architecture.md section 6.4)."""
         while True:
             status = self._call("Configure", ctypes.byref(config))
-            if status != efi.EFI_NO_MAPPING or clock.monotonic() >= deadline:
+            if status != efi.EFI_NO_MAPPING or clock.monotonic() >= until:
                 return status
             # EDK2 quirk (TcpDxe, docs/edk2.md sections 3.7, 8.1 #8): EFI_NO_MAPPING does not clear by itself; Configure
             # again. TCP6 answers the same until an address is usable (DAD not finished, docs/edk2.md section 3.7);
             # UDP6 says EFI_NO_MAPPING until IP6 has a usable address.
-            caller = events.caller_deadline[0]
-            if caller is not None and clock.monotonic() >= caller:
+            if deadline is not None and clock.monotonic() >= deadline:
                 raise errors.timeout("timed out")  # docs/architecture.md section 6.4: the caller's deadline first
             events.boot_services().Stall(10000)
 

@@ -263,10 +263,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         o.EnablePathMtuDiscovery = False
         return o
 
-    def _configure(self, active, station, port, remote=None, backlog=0):
-        """Configure the child (Configure(NULL) first if it was configured otherwise)."""
+    def _configure(self, active, station, port, remote=None, backlog=0, deadline=None):
+        """Configure the child (Configure(NULL) first if it was configured otherwise); ``deadline``:
+        the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._ensure_child()
-        info = self._ip_info()
+        info = self._ip_info(deadline)
         wanted = (active, station, port, remote, backlog, tuple(sorted(self._options.items())))
         if self._configured == wanted:
             return info
@@ -283,10 +284,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         fam.tcp_access_point(config, station, info.netmask, port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
-        deadline = clock.monotonic() + NO_MAPPING_WAIT
+        until = clock.monotonic() + NO_MAPPING_WAIT
         retried = False
         while True:
-            status = self._configure_child(config, deadline)  # EFI_NO_MAPPING: retried there
+            status = self._configure_child(config, until, deadline)  # EFI_NO_MAPPING: retried there
             if status == efi.EFI_SUCCESS:
                 break
             if status == efi.EFI_INVALID_PARAMETER and port:
@@ -585,10 +586,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if self._user_closed:
             _fail(errno.EBADF, "endpoint is closed")
 
-    def _address(self, address):
+    def _address(self, address, deadline=None):
         host, port = address[:2]
         fam = self._fam
-        info = self._ip_info()
+        info = self._ip_info(deadline)
         if fam.is_wildcard(host):
             # EDK2 quirk (docs/bits-efi.md section 4): a 0.0.0.0 TCP4 listener is not served; TCP6 takes ::
             # (docs/edk2.md section 3.1).
@@ -602,7 +603,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             _fail(errno.EINVAL, "port out of range: %d" % int(port))
         return host, int(port), info
 
-    def bind(self, address):
+    def bind(self, address, deadline=None):
         """Reserve the local address now (a passive Configure), so errors and the port are known.
 
         CPython reports EADDRINUSE and the real port at bind(); EDK2 binds ports only in
@@ -614,14 +615,15 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self._check_open()
         if self._state != FRESH:
             _fail(errno.EINVAL, "already bound")
-        host, port, info = self._address(address)
+        host, port, info = self._address(address, deadline)
         if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(False, None if host == self._fam.wildcard else host, port)
+        self._configure(False, None if host == self._fam.wildcard else host, port, deadline=deadline)
         self._enter(BOUND)
 
-    def connect_start(self, address, timeout=None):
-        """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer."""
+    def connect_start(self, address, timeout=None, deadline=None):
+        """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer;
+        ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._check_open()
         if self._state in (CONNECTING, CONNECTED):
             _fail(errno.EALREADY if self._state == CONNECTING else errno.EISCONN, "connect")
@@ -635,11 +637,12 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._enter(FRESH)
         if self._state not in _CONNECT_FROM:
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
-        host, port, info = self._address(address)
+        host, port, info = self._address(address, deadline)
         if port == 0:
             _fail(errno.ECONNREFUSED, "port 0")
         local_port = self._local[1] if self._local else 0
-        self._configure(True, info.address if self._fam.version == 4 else None, local_port, remote=(host, port))
+        self._configure(True, info.address if self._fam.version == 4 else None, local_port, remote=(host, port),
+                        deadline=deadline)
         self._remote = (host, port)
         self._rx.limit = self._options["rcvbuf"]
         token = self._fam.TCP_CONNECTION_TOKEN()
@@ -669,10 +672,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         address, previous = self._awaiting
         self._awaiting = None
         self._enter(previous)
-        held = events.caller_deadline[0]
-        events.caller_deadline[0] = clock.monotonic()  # never wait inside an update
         try:
-            self.connect_start(address)
+            self.connect_start(address, deadline=clock.monotonic())  # never wait inside an update
         except (errors.error, efi.EFIException) as exc:
             if isinstance(exc, efi.EFIException):
                 exc = errors.from_efi_exception(exc, "connect")  # the one translation (errors.py)
@@ -682,8 +683,6 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 return
             self._enter(FAILED)
             self._set_error(exc.errno or errno.EIO)
-        finally:
-            events.caller_deadline[0] = held
 
     def listen(self, backlog=EDK2_BACKLOG_RANGE[1]):
         """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +

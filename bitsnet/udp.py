@@ -105,11 +105,12 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def _binding(self):
         return self._fam.udp_sb, self._fam.UDP_PROTOCOL
 
-    def _configure(self, host, port, remote=None):
-        """Configure(NULL) if configured, then Configure for (host, port) and ``remote``."""
+    def _configure(self, host, port, remote=None, deadline=None):
+        """Configure(NULL) if configured, then Configure for (host, port) and ``remote``;
+        ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._ensure_child()
         fam = self._fam
-        info = self._info = self._ip_info()
+        info = self._info = self._ip_info(deadline)
         if self._configured:
             self._unconfigure()
         wildcard = fam.is_wildcard(host)
@@ -119,7 +120,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         config = fam.udp_config(station, info.netmask, port, remote, TIME_TO_LIVE, FIRMWARE_HOLD_US,
                                 # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
                                 bool(self._options["reuseaddr"]))
-        status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT)  # NO_MAPPING retried
+        status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT, deadline)  # NO_MAPPING retried
         if status == efi.EFI_ACCESS_DENIED:
             # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED.
             _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
@@ -245,28 +246,28 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             _fail(errno.EINVAL, "port out of range: %d" % int(port))
         return host, int(port)
 
-    def _is_broadcast(self, host):
+    def _is_broadcast(self, host, deadline=None):
         if self._fam.version != 4:
             return False  # IPv6 has no broadcast (multicast is not offered here)
         if host == "255.255.255.255":
             return True
-        info = self._info or ipconfig.ensure_configured()
+        info = self._info or ipconfig.ensure_configured(deadline=deadline)
         mask = inet.ipv4_int(info.netmask)
         return mask != 0xFFFFFFFF and inet.ipv4_int(host) == (inet.ipv4_int(info.address) | (~mask & 0xFFFFFFFF))
 
-    def bind(self, address):
+    def bind(self, address, deadline=None):
         """Bind to (host, port); port 0 picks an ephemeral port (see ``local_address``)."""
         self._check_open()
         if self._configured:
             _fail(errno.EINVAL, "already bound")
         host, port = self._address(address)
         if host != self._fam.wildcard:
-            info = self._ip_info()
+            info = self._ip_info(deadline)
             if host != info.address and host not in getattr(info, "addresses", ()):
                 _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(host, port, self._remote)
+        self._configure(host, port, self._remote, deadline)
 
-    def connect(self, address):
+    def connect(self, address, deadline=None):
         """Set the default peer: only its datagrams are received; send() goes there."""
         self._check_open()
         host, port = self._address(address)
@@ -275,12 +276,12 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if host == "255.255.255.255":
             # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a configured RemoteAddress of 255.255.255.255 is rejected
             _fail(errno.EINVAL, "EFI_UDP4 cannot connect to the limited broadcast address; use sendto")
-        if self._is_broadcast(host) and not self._options["broadcast"]:
+        if self._is_broadcast(host, deadline) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast without SO_BROADCAST")
         bound = self._local if self._local is not None else (self._fam.wildcard, 0)
         self._remote = (host, port)
         try:
-            self._configure(bound[0], bound[1], self._remote)
+            self._configure(bound[0], bound[1], self._remote, deadline)
         except errors.error:
             self._remote = None
             raise
@@ -294,7 +295,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if self._local is not None:
             self._configure(self._local[0], self._local[1])
 
-    def sendto(self, data, address=None):
+    def sendto(self, data, address=None, deadline=None):
         """Queue one datagram to ``address`` (None: the connected peer). Returns len(data), or
         None when MAX_TRANSMITS are in flight (would block)."""
         self._check_open()
@@ -318,7 +319,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if len(data) > MAX_DATAGRAM:
             _fail(errno.EMSGSIZE, "%d bytes > %d" % (len(data), MAX_DATAGRAM))
         if not self._configured:
-            self._configure(self._fam.wildcard, 0)  # implicit bind to an ephemeral port, as the kernel does
+            # implicit bind to an ephemeral port, as the kernel does
+            self._configure(self._fam.wildcard, 0, deadline=deadline)
         if address is not None and self._is_broadcast(host) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast to %s without SO_BROADCAST" % host)  # connect() checked its own
         if len(self._tx_ops) >= MAX_TRANSMITS:
