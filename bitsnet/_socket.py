@@ -41,8 +41,8 @@ the firmware between a program's calls, so a non-blocking call Polls once (``_pr
 it answers EAGAIN or EINPROGRESS. The call's deadline also reaches the waits below the socket --
 DHCP, SLAAC, EFI_NO_MAPPING retries -- as the ``deadline`` argument of the endpoint's ``bind``,
 ``connect_start``, ``connect`` and ``sendto``; a non-blocking connect whose address is still
-coming answers EINPROGRESS and connects later (``TcpEndpoint.connect_later``). One thread at a time: a second thread entering while another
-is inside gets a RuntimeError (``_enter``).
+coming answers EINPROGRESS and connects later (``TcpEndpoint.connect_later``). One thread at a
+time: a second thread entering while another is inside gets a RuntimeError (``_enter``).
 
 Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
 data is dropped. EFI TCP4 has only a full close (docs/edk2.md section 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``
