@@ -189,7 +189,7 @@ def _efi_guarded(method):
     return _errors.efi_boundary(method, _enter, _leave)
 
 
-_boundary = _errors.efi_boundary  # module functions and set-up/teardown: the same translation only
+_boundary = _errors.efi_boundary  # module functions that never reach the firmware: the translation only
 
 
 # --- The fd table ------------------------------------------------------------------------------
@@ -1151,7 +1151,7 @@ def fromfd(fd, family, type, proto=0):
     return socket(family, type, proto, fileno=dup(fd))
 
 
-@_boundary
+@_efi_guarded  # the endpoint's close reaches the firmware
 def close(fd):
     """close(integer) -> None
 
@@ -1177,8 +1177,9 @@ def socketpair(family=AF_INET, type=SOCK_STREAM, proto=0):
 # --- The public surface: one error boundary -------------------------------------------------------
 # The socket module's functions that live in netdb and inet, exported here behind the boundary
 # (``errors.efi_boundary``: an efi.EFIException met anywhere below becomes ``error``). Pure
-# functions are wrapped too, so that every public function of this module is covered alike.
-@_boundary
+# functions are wrapped too, so that every public function of this module is covered alike; those
+# that may resolve a name drive the firmware (DHCP, DNS4, UDP) and keep the one-thread rule too.
+@_efi_guarded
 def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (object, object, int, int, int, int) -> list
     try:
         return _netdb.getaddrinfo(host, port, family, type, proto, flags)
@@ -1188,10 +1189,10 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
 
 getaddrinfo.__doc__ = _netdb.getaddrinfo.__doc__
 gethostname = _boundary(_netdb.gethostname)
-gethostbyname = _boundary(_netdb.gethostbyname)
-gethostbyname_ex = _boundary(_netdb.gethostbyname_ex)
-gethostbyaddr = _boundary(_netdb.gethostbyaddr)
-getnameinfo = _boundary(_netdb.getnameinfo)
+gethostbyname = _efi_guarded(_netdb.gethostbyname)
+gethostbyname_ex = _efi_guarded(_netdb.gethostbyname_ex)
+gethostbyaddr = _efi_guarded(_netdb.gethostbyaddr)
+getnameinfo = _efi_guarded(_netdb.getnameinfo)
 getservbyname = _boundary(_netdb.getservbyname)
 getservbyport = _boundary(_netdb.getservbyport)
 getprotobyname = _boundary(_netdb.getprotobyname)

@@ -291,13 +291,12 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             if status == efi.EFI_SUCCESS:
                 break
             if status == efi.EFI_INVALID_PARAMETER and port:
-                # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER, and a
-                # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
+                # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER (errors.py:
+                # EADDRINUSE), and a closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
                 if self._options["reuseaddr"] and not retried and _abort_closing(station or fam.wildcard, port):
                     retried = True
                     continue
-                raise errors.socket_error(errno.EADDRINUSE, "port %d on %s (EFI_INVALID_PARAMETER in Configure)"
-                                          % (port, station or fam.wildcard))
+                errors.raise_for_status(status, "bind", "port %d on %s, Configure" % (port, station or fam.wildcard))
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
         self._add_routes(info, strict=True)
@@ -472,11 +471,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     def _refused(self, status, op_name):
         """A call answered an error: find out why (docs/edk2.md section 3.5) and record it."""
         if status == efi.EFI_ACCESS_DENIED and self._tcp_state() == efidefs.Tcp4StateClosed:
-            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST with no token pending shows only as EFI_ACCESS_DENIED
-            # and state Closed.
-            self._set_error(errno.ECONNRESET)
-        else:
-            self._set_error(errors.errno_for(status, op_name))
+            op_name = "tcp-closed"  # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST (errors.py: ECONNRESET)
+        self._set_error(errors.errno_for(status, op_name))
 
     def _post_transmit(self, data):
         """One Transmit of ``data`` (bytes, at most TRANSMIT_CHUNK). False if EDK2 refused it."""

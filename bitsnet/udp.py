@@ -121,10 +121,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
                                 # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
                                 bool(self._options["reuseaddr"]))
         status = self._configure_child(config, clock.monotonic() + NO_MAPPING_WAIT, deadline)  # NO_MAPPING retried
-        if status == efi.EFI_ACCESS_DENIED:
-            # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED.
-            _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
-        errors.raise_for_status(status, "udp-bind")
+        # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED (errors.py: EADDRINUSE).
+        errors.raise_for_status(status, "udp-bind", "UDP port %d on %s, Configure" % (port, station or host))
         self._configured = True
         self._pollable(True)
         self._add_routes(info, strict=False)  # best effort: a refusal leaves the default routes
@@ -216,7 +214,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             self._tx_ops.remove(op)
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED) and self._remote is not None:
             # e.g. EFI_NO_MAPPING: ARP for the next hop failed (docs/edk2.md section 4.2)
-            self._error = errno.EHOSTUNREACH if op.status == efi.EFI_NO_MAPPING else errors.errno_for(op.status)
+            self._error = errors.errno_for(op.status, "udp-send")
 
     def _post_receive(self):
         token = self._fam.UDP_COMPLETION_TOKEN()
