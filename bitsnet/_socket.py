@@ -44,10 +44,8 @@ DHCP, SLAAC, EFI_NO_MAPPING retries -- as the ``deadline`` argument of the endpo
 coming answers EINPROGRESS and connects later (``TcpEndpoint.connect_later``). One thread at a
 time: a second thread entering while another is inside gets a RuntimeError (``_enter``).
 
-Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
-data is dropped. EFI TCP4 has only a full close (docs/edk2.md section 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``
-both start the graceful close (our FIN): data that had already arrived can still be read, then
-``recv`` returns ``b''``; whatever the peer sends after our FIN is not delivered.
+Half-close: none in EFI TCP (docs/edk2.md section 3.3 Close); what ``shutdown`` does instead is
+``TcpEndpoint.shutdown``'s (tcp.py's docstring).
 
 IPv6. AF_INET6 sockets run over EFI_TCP6/UDP6 when the NIC has them (``has_ipv6``; otherwise
 ``socket(AF_INET6)`` fails with EAFNOSUPPORT, as on a Linux without IPv6), with Python's

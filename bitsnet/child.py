@@ -11,6 +11,11 @@ once; ``tcp.TcpEndpoint`` and ``udp.UdpEndpoint`` add their protocol. A subclass
 ``_closer``      its protocol's ``closer.Closer`` (stack.py), which counts the live children
 ``_consume()``   consume the completions recorded so far (run once the child is destroyed)
 ``_POLL_UNCONFIGURED``  whether Poll may go through a child that is not configured
+
+What ``stack.pump`` uses, public: ``poll_target`` (the cached Poll callable and its ``this``, or
+None while the child cannot be Polled), ``update()`` (consume completions, post what should be
+outstanding) and ``sender`` (TCP's ``tcp.Sender``, else None); the closer calls ``reap_step()``
+and ``close_now()`` (closer.py).
 """
 
 import ctypes
@@ -26,10 +31,10 @@ NO_MAPPING_WAIT = 5.0  # docs/edk2.md sections 3.7/8.1 #8: retry Configure this 
 class EfiChild(Endpoint):
     """One service-binding child; see the module docstring."""
 
-    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "_poll")
+    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "poll_target")
     _closer = None  # type: stack.Closer  # type: ignore[assignment]  # each subclass: its protocol's
     _POLL_UNCONFIGURED = True
-    _SEND_POLL_BATCHED = False  # stack.pump's send batch (TCP only)
+    sender = None  # TCP: its Sender, whose blocked state makes stack.pump Poll a batch
     progress = stack.pump  # ep.progress() is stack.pump(ep): no Python call more per round
 
     def __init__(self, fam):
@@ -38,7 +43,7 @@ class EfiChild(Endpoint):
         self._handle = None  # the child handle, created lazily at bind/connect/listen
         self._proto = None
         self._calls = {}  # type: dict   # see _call
-        self._poll = None  # (Poll, byref(proto)) while the child can be Polled (stack.pump)
+        self.poll_target = None  # (Poll, byref(proto)) while the child can be Polled (stack.pump)
 
     def _binding(self):
         raise NotImplementedError("%s._binding" % type(self).__name__)
@@ -62,7 +67,7 @@ class EfiChild(Endpoint):
     def _pollable(self, on):
         """Let stack.pump Poll through this child (a UDP child only while configured)."""
         proto = self._proto
-        self._poll = (proto.Poll, ctypes.byref(proto)) if on and proto is not None else None
+        self.poll_target = (proto.Poll, ctypes.byref(proto)) if on and proto is not None else None
 
     def _ensure_child(self):
         if self._handle is None:

@@ -10,10 +10,12 @@ and the background closer is ``closer.Closer`` (``stack.udp_closer``), as for TC
 Like ``tcp.TcpEndpoint``, every method returns at once; a caller that must wait uses
 ``events.wait_until(ep.can_recv, deadline, poll=ep.progress)``.
 
-Rule 1 -- Callbacks record, readers decide (docs/architecture.md section 13 rule 5): a token's ``on_done`` appends the
-Operation to ``_done``; ``_update()`` (run by every public method and predicate) consumes it.
+It keeps docs/architecture.md's rules (section 13), in UDP's way:
 
-Rule 2 -- One Receive is always outstanding while the child is configured. Each completed
+Callbacks record, readers decide (section 13 rule 5): a token's ``on_done`` appends the
+Operation to ``_done``; ``update()`` (run by every public method and predicate) consumes it.
+
+Receiving (section 8.2, for datagrams): one Receive is always outstanding while the child is configured. Each completed
 Receive hands us a driver-owned EFI_UDP4_RECEIVE_DATA: the payload is copied into the Python
 queue and the buffer is given back at once with SignalEvent(RxData->RecycleSignal) (docs/edk2.md sections 4.2,
 8.1 #13) -- an unrecycled datagram leaks and makes Configure(NULL) ASSERT in EDK2. The Python
@@ -22,9 +24,9 @@ is dropped and counted in ``dropped``, as a kernel drops on a full socket buffer
 arrive while nobody polls wait in EDK2's per-instance queue, which is bounded in time by
 ``ReceiveTimeout`` (``FIRMWARE_HOLD_US``).
 
-Rule 3 -- Transmits are zero-copy (docs/edk2.md section 4.2): the bytes, the TRANSMIT_DATA, the session data
-and the token stay in the registry until the token completes; at most ``MAX_TRANSMITS`` are in
-flight (``can_send``).
+Sending (section 8.1, for datagrams): Transmits are zero-copy (docs/edk2.md section 4.2): the
+bytes, the TRANSMIT_DATA, the session data and the token stay in the registry until the token
+completes; at most ``MAX_TRANSMITS`` are in flight (``can_send``).
 
 Differences from CPython on Linux, all forced by EFI_UDP4 (docs/edk2.md section 4.2):
 * A zero-length datagram cannot be sent (EDK2 rejects FragmentLength 0): ``sendto(b"")`` raises
@@ -59,7 +61,7 @@ CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Trans
 TIME_TO_LIVE = 64
 OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf")
 
-# The stack-wide state (stack.py), under the names this module has always used for it.
+# The stack-wide state (stack.py) this module adds to.
 _closer = stack.udp_closer
 _live = _closer.live  # endpoints holding a child, not closed by the user
 _closing = _closer.closing  # closed endpoints whose Transmits are still in flight
@@ -131,7 +133,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 4.2)
         self._station = station
         self._local = (fam.wildcard if wildcard else host, port)
-        self._update()
+        self.update()
 
     def _unconfigure(self):
         """Configure(NULL). EDK2 quirk: it does not abort the posted Receive token (its Cancel
@@ -162,12 +164,12 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         return events.submit(token, token, self._record, self, keep, kind)
 
     def _record(self, op):
-        # on_done: record only (rule 1).
+        # on_done: record only (docs/architecture.md section 13 rule 5).
         self._done.append(op)
         _dirty.add(self)
 
-    # --- consuming completions (rule 1) ----------------------------------------------------
-    def _update(self):
+    # --- consuming completions (section 13 rule 5) -----------------------------------------------
+    def update(self):
         self._consume()
         while self._configured and self._rx_op is None and not self._user_closed:
             if not self._post_receive():
@@ -201,7 +203,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             # docs/edk2.md sections 4.2 / 8.1 #13: the buffer is the driver's; copy, then give it back at once.
             events.boot_services().SignalEvent(recycle)
             if not self._user_closed:
-                self._rx.put(data, source)  # full: dropped and counted (rule 2)
+                self._rx.put(data, source)  # full: dropped and counted (see "Receiving" above)
         elif status == efi.EFI_ABORTED or status == efi.EFI_SUCCESS:
             pass  # Configure(NULL)/Cancel, or a completion without data
         elif self._remote is not None:
@@ -297,7 +299,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         """Queue one datagram to ``address`` (None: the connected peer). Returns len(data), or
         None when MAX_TRANSMITS are in flight (would block)."""
         self._check_open()
-        self._update()
+        self.update()
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "sendto")
@@ -335,7 +337,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         txdata.DataLength = len(data)
         txdata.FragmentCount = 1
         txdata.FragmentTable[0].FragmentLength = len(data)
-        # Zero-copy (docs/edk2.md section 4.2): the bytes object is the fragment; kept in the registry (rule 3).
+        # Zero-copy (docs/edk2.md section 4.2): the bytes object is the fragment, kept in the registry
+        # (docs/architecture.md section 3).
         txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
         token = self._fam.UDP_COMPLETION_TOKEN()
         token.Packet.TxData = ctypes.pointer(txdata)
@@ -348,7 +351,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             errors.raise_for_status(status, "sendto")  # NOT_FOUND: no route -> ENETUNREACH
         self._tx_ops.append(op)
         events.check(op)
-        self._update()
+        self.update()
         return len(data)
 
     def send(self, data):
@@ -356,7 +359,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
 
     def _take(self, peek):
         self._check_open()
-        self._update()
+        self.update()
         if self._rx:
             return self._rx.peek() if peek else self._rx.get()
         if self._error:
@@ -395,7 +398,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         _live.discard(self)
         if self._handle is None:
             return
-        self._update()
+        self.update()
         self._rx = DatagramQueue(0)
         if self._tx_ops:
             self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT
@@ -408,7 +411,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             self._unconfigure()
         self._destroy_child()
 
-    def _reap_step(self):
+    def reap_step(self):
         """The closer's step: destroy this closed endpoint once its Transmits completed (or
         waited long enough); True once it is gone."""
         self._consume()
@@ -417,7 +420,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             return True
         return False
 
-    def _close_now(self):
+    def close_now(self):
         """close_all gave up waiting for the Transmits: destroy now (no RST in UDP)."""
         self._destroy()
         return False
@@ -428,7 +431,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         # a datagram or an error is there: recvfrom will not return None
         if self._user_closed:
             return True
-        self._update()
+        self.update()
         return bool(self._rx) or bool(self._error)
 
     def acceptable(self):
@@ -438,7 +441,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         # sendto will not return None
         if self._user_closed:
             return True
-        self._update()
+        self.update()
         return len(self._tx_ops) < MAX_TRANSMITS or bool(self._error)
 
     closed = property(lambda self: self._user_closed)
@@ -450,13 +453,13 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def pending(self):
         # type: () -> int
         """Datagrams queued in Python (FIONREAD-like count of datagrams, not bytes)."""
-        self._update()
+        self.update()
         return len(self._rx)
 
     def take_error(self):
         # type: () -> int
         """SO_ERROR: the pending errno (0 if none), cleared by reading it."""
-        self._update()
+        self.update()
         err, self._error = self._error, 0
         return err
 
@@ -464,7 +467,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         """An errno is pending (poll's POLLERR); unlike take_error() this leaves it pending."""
         if self._user_closed:
             return False
-        self._update()
+        self.update()
         return bool(self._error)
 
     def hung_up(self):
@@ -493,13 +496,7 @@ reap = _closer.reap  # destroy closed endpoints whose Transmits have completed (
 
 def close_all(timeout=2.0):
     """Close every endpoint; wait up to ``timeout`` for in-flight Transmits. For tests/exit."""
-    def poll():
-        for ep in list(_closing):
-            if ep._proto is not None:
-                ep._call("Poll")
-        events.process()
-        reap()
-    _closer.close_all(timeout, poll)
+    _closer.close_all(timeout, stack.pump)
 
 
 def live_endpoints():

@@ -357,8 +357,8 @@ def api_conns(socket, opts):
     # own close(), bench.c alike); waiting for them would time the last one's TIME_WAIT (2 s).
     rate = opts["conns"] / elapsed(start)
     try:
-        from bitsnet import events, tcp
-        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=tcp._poll_any)
+        from bitsnet import events, stack, tcp
+        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=stack.pump)
     except ImportError:
         pass
     return rate
@@ -426,7 +426,7 @@ def section_profile(opts):
         proto = self._proto
         for name in ("Poll", "Receive", "Transmit"):
             self._calls[name] = (proto, counting(name, getattr(proto, name)), ctypes.byref(proto))
-        self._poll = (counting("Poll", proto.Poll), ctypes.byref(proto))  # stack.pump Polls through it
+        self.poll_target = (counting("Poll", proto.Poll), ctypes.byref(proto))  # stack.pump Polls through it
         return result
 
     tcp.TcpEndpoint._ensure_child = instrumented
