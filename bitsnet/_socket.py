@@ -182,8 +182,8 @@ def _leave():
 
 def _efi_guarded(method):
     """A socket method behind the error boundary (``errors.efi_boundary``: an ``efi.EFIException``
-    from a layer below becomes ``error``, rule 4), refusing a second thread's concurrent entry
-    (``_enter``)."""
+    from a layer below becomes ``error``, docs/architecture.md section 13 rule 4), refusing a
+    second thread's concurrent entry (``_enter``)."""
     return _errors.efi_boundary(method, _enter, _leave)
 
 
@@ -284,16 +284,10 @@ def _new_endpoint(family, type, proto):
             raise _error(_errno.EPROTONOSUPPORT)
         from bitsnet import tcp
         return tcp.TcpEndpoint(fam)
-    if type == SOCK_DGRAM:
-        if proto not in (0, IPPROTO_UDP):
-            raise _error(_errno.EPROTONOSUPPORT)
-        try:
-            from bitsnet import udp  # UdpEndpoint plugs in here
-            endpoint_class = udp.UdpEndpoint
-        except (ImportError, AttributeError):
-            raise _error(_errno.EPROTONOSUPPORT, "UDP is not supported yet")
-        return endpoint_class(fam)
-    raise _error(_errno.ESOCKTNOSUPPORT)
+    if proto not in (0, IPPROTO_UDP):  # SOCK_DGRAM (the type was checked above)
+        raise _error(_errno.EPROTONOSUPPORT)
+    from bitsnet import udp
+    return udp.UdpEndpoint(fam)
 
 
 def _check_timeout(value):
@@ -539,6 +533,23 @@ class socket(object):
         """getblocking() -> bool: False when the socket is non-blocking (timeout 0)."""
         return self._timeout != 0.0
 
+    def _sock_call(self, endpoint, attempt, args, ready, nonblocking, deadline):
+        """The one shape of every call that may block (CPython's ``sock_call_ex``): try
+        ``attempt(*args)``; any answer but None is the result. If it would block, a non-blocking
+        call lets the stack move once and tries again (docs/architecture.md section 6.1), then
+        raises EAGAIN; a blocking one waits for ``ready()`` until ``deadline`` (``timeout``)."""
+        progressed = False
+        while True:
+            got = attempt(*args)
+            if got is not None:
+                return got
+            if nonblocking:
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)
+                continue
+            self._wait(endpoint, ready, deadline)
+
     def _wait(self, endpoint, ready, deadline):
         """Wait for ``ready()`` until ``deadline``; ``timeout`` if it passes (never for 0)."""
         # checked=True: every caller has just tried and found the socket not ready; Poll first.
@@ -672,18 +683,8 @@ class socket(object):
             raise _error(_errno.EOPNOTSUPP)  # Linux: UDP has no accept
         if not endpoint.listening:
             raise _error(_errno.EINVAL)
-        deadline = self._deadline()
-        progressed = False
-        while True:
-            child = endpoint.accept()
-            if child is not None:
-                return child
-            if self._timeout == 0.0:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
-                continue
-            self._wait(endpoint, endpoint.acceptable, deadline)
+        return self._sock_call(endpoint, endpoint.accept, (), endpoint.acceptable, self._timeout == 0.0,
+                               self._deadline())
 
     @_efi_guarded
     def _accept(self):
@@ -905,20 +906,11 @@ class socket(object):
             # Only a blocking socket waits for all: CPython's fd is non-blocking under a timeout,
             # so there MSG_WAITALL returns what one readable moment brings, as a plain recv.
             return self._recv_all(endpoint, buffer, nbytes, deadline)
-        progressed = False
-        while True:
-            if buffer is None:
-                got = endpoint.recv(nbytes, peek)
-            else:
-                got = endpoint.recv_into(buffer, nbytes, peek)
-            if got is not None:
-                return got
-            if nonblocking:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1: let the stack move first
-                continue
-            self._wait(endpoint, endpoint.can_recv, deadline)
+        if buffer is None:
+            return self._sock_call(endpoint, endpoint.recv, (nbytes, peek), endpoint.can_recv, nonblocking,
+                                   deadline)
+        return self._sock_call(endpoint, endpoint.recv_into, (buffer, nbytes, peek), endpoint.can_recv,
+                               nonblocking, deadline)
 
     def _recvfrom_into(self, buffer, nbytes, flags):
         """One datagram into ``buffer``: (bytes copied, source); ``buffer`` None: (its first
@@ -930,20 +922,11 @@ class socket(object):
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
         peek = bool(flags & MSG_PEEK)
-        progressed = False
-        while True:
-            if buffer is None:
-                got = endpoint.recvfrom(nbytes, peek)
-            else:
-                got = endpoint.recvfrom_into(buffer, nbytes, peek)
-            if got is not None:
-                return got
-            if nonblocking:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
-                continue
-            self._wait(endpoint, endpoint.can_recv, deadline)
+        if buffer is None:
+            return self._sock_call(endpoint, endpoint.recvfrom, (nbytes, peek), endpoint.can_recv, nonblocking,
+                                   deadline)
+        return self._sock_call(endpoint, endpoint.recvfrom_into, (buffer, nbytes, peek), endpoint.can_recv,
+                               nonblocking, deadline)
 
     def _recv_all(self, endpoint, buffer, nbytes, deadline):
         """MSG_WAITALL on a blocking socket: until ``nbytes``, EOF or an error. Bytes gathered
@@ -983,7 +966,7 @@ class socket(object):
 
     def _send(self, data, view, flags, deadline, address=None):
         """Send from ``view`` (a byte-wise memoryview); ``data`` is its object when that is bytes
-        and the whole of it, for the zero-copy Transmit (tcp.py rule 3), else ``view`` again."""
+        and the whole of it, for the zero-copy Transmit (docs/architecture.md section 8.1), else ``view`` again."""
         endpoint = self._endpoint()
         if flags & ~(MSG_DONTWAIT | MSG_OOB) or (flags & MSG_OOB and self._type != SOCK_STREAM):
             raise _error(_errno.EOPNOTSUPP)
@@ -991,38 +974,21 @@ class socket(object):
             return self._send_datagram(endpoint, view.tobytes(), address, flags, deadline)
         if not len(view):
             return 0
-        progressed = False
         # MSG_OOB: EFI TCP's Urgent flag (tcp.send_urgent); socketpair() has no urgent data
         send = endpoint.send_urgent if flags & MSG_OOB else endpoint.send
-        while True:
-            n = send(data)
-            if n is not None:
-                return n
-            if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1: completed Transmits free room
-                continue
-            self._wait(endpoint, endpoint.can_send, deadline)
+        nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
+        return self._sock_call(endpoint, send, (data,), endpoint.can_send, nonblocking, deadline)
 
     def _send_datagram(self, endpoint, data, address, flags, deadline):
         """One datagram to ``address`` (None: the connected peer); all of it or an error."""
-        progressed = False
-        while True:
-            try:
-                n = endpoint.sendto(data, address, deadline=deadline)
-            except timeout as exc:
-                if not exc.errno and (self._timeout == 0.0 or flags & MSG_DONTWAIT):
-                    raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): docs/architecture.md section 6.4
-                raise
-            if n is not None:
-                return n
-            if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
-                continue
-            self._wait(endpoint, endpoint.can_send, deadline)
+        nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
+        try:
+            return self._sock_call(endpoint, endpoint.sendto, (data, address, deadline), endpoint.can_send,
+                                   nonblocking, deadline)
+        except timeout as exc:
+            if not exc.errno and nonblocking:
+                raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): docs/architecture.md section 6.4
+            raise
 
     @_efi_guarded
     def sendall(self, data, flags=0):  # type: (bytes, int) -> None

@@ -396,12 +396,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._lost(errors.errno_for(status, "recv"))
 
     def _done_tx(self, op):
-        self.sender.completed(op, urgent=False)
-        if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
-            self._lost(errors.errno_for(op.status, "send"))
-
-    def _done_tx_urgent(self, op):
-        self.sender.completed(op, urgent=True)
+        self.sender.completed(op, urgent=op.kind == "txu")
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
             self._lost(errors.errno_for(op.status, "send"))
 
@@ -495,33 +490,36 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             op_name = "tcp-closed"  # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST (errors.py: ECONNRESET)
         self._lost(errors.errno_for(status, op_name))
 
-    def _post_transmit(self, data):
-        """One Transmit of ``data`` (bytes, at most TRANSMIT_CHUNK). False if EDK2 refused it."""
+    def _post_transmit(self, data, urgent=False):
+        """One Transmit of ``data`` (bytes, at most TRANSMIT_CHUNK). False if EDK2 refused it.
+        ``urgent`` (send_urgent): EFI's Urgent flag, on a token of its own that is not reused and
+        whose refusal is not retried (the caller says "would block")."""
         sender = self.sender
-        if sender.free:
+        if sender.free and not urgent:
             # a completed Transmit's token, packet, fragment and completion: EDK2 let go of them
             token, txdata, fragment, completion = sender.free.pop()
         else:
-            token, txdata, fragment, completion = self._transmit_token(urgent=False)
+            token, txdata, fragment, completion = self._transmit_token(urgent)
         txdata.DataLength = fragment.FragmentLength = len(data)
         # Zero-copy (docs/edk2.md section 3.3 Transmit): the bytes object is the fragment; kept in the registry.
         fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("tx", token, completion, keep=(txdata, data, fragment, completion))
+        op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
         sender.ops.append(op)
         sender.inflight += len(data)
         status = self._call("Transmit", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
             sender.ops.remove(op)
-            sender.free.append((token, txdata, fragment, completion))
             sender.inflight -= len(data)
-            sender.queue.unread(data)
+            if not urgent:
+                sender.free.append((token, txdata, fragment, completion))
+                sender.queue.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:
                 self._refused(status, "send")
-            else:
+            elif not urgent:
                 self._transmit_refused()
             return False
-        if sender.refused_since is not None:
+        if sender.refused_since is not None and not urgent:
             sender.refused_since = None
             _tx_retry.discard(self)
         events.check(op)
@@ -865,29 +863,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if not data:
             return 0
         sender = self.sender
-        if sender.queue.size or len(sender.ops) >= MAX_TRANSMITS or not self._post_urgent(data):
+        if sender.queue.size or len(sender.ops) >= MAX_TRANSMITS or not self._post_transmit(data, urgent=True):
             return None  # after the queued data, in order
         return len(data)
-
-    def _post_urgent(self, data):
-        """One Transmit with Urgent=TRUE; its token is not recycled (_post_transmit's are Urgent=FALSE)."""
-        sender = self.sender
-        token, txdata, fragment, completion = self._transmit_token(urgent=True)
-        txdata.DataLength = fragment.FragmentLength = len(data)
-        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("txu", token, completion, keep=(txdata, data, fragment, completion))
-        sender.ops.append(op)
-        sender.inflight += len(data)
-        status = self._call("Transmit", ctypes.byref(token))
-        if status != efi.EFI_SUCCESS:
-            events.unsubmit(op)
-            sender.ops.remove(op)
-            sender.inflight -= len(data)
-            if status != efi.EFI_OUT_OF_RESOURCES:
-                self._refused(status, "send")
-            return False
-        events.check(op)
-        return True
 
     def _cannot_send(self):
         """send() on a connection that cannot take data: the pending error, EPIPE or ENOTCONN
@@ -1056,7 +1034,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 # on every completion.
 _CONSUMERS = {"rx": TcpEndpoint._done_rx, "tx": TcpEndpoint._done_tx, "connect": TcpEndpoint._done_connect,
               "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close,
-              "txu": TcpEndpoint._done_tx_urgent}
+              "txu": TcpEndpoint._done_tx}
 
 
 # --- the background closer (docs/architecture.md section 9): closer.Closer, with reap_step ----------
