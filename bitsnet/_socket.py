@@ -39,15 +39,13 @@ try again". The deadline is our own monotonic timer, so ``settimeout`` works wha
 the firmware has (EDK2 cannot time a connect out in less than 60 s, docs/edk2.md section 3.9). Nothing drives
 the firmware between a program's calls, so a non-blocking call Polls once (``_progress``) before
 it answers EAGAIN or EINPROGRESS. The call's deadline also reaches the waits below the socket --
-DHCP, SLAAC, EFI_NO_MAPPING retries -- through ``events.caller_deadline`` (``_with_deadline``);
-a non-blocking connect whose address is still coming answers EINPROGRESS and connects later
-(``TcpEndpoint.connect_later``). One thread at a time: a second thread entering while another
-is inside gets a RuntimeError (``_enter``).
+DHCP, SLAAC, EFI_NO_MAPPING retries -- as the ``deadline`` argument of the endpoint's ``bind``,
+``connect_start``, ``connect`` and ``sendto``; a non-blocking connect whose address is still
+coming answers EINPROGRESS and connects later (``TcpEndpoint.connect_later``). One thread at a
+time: a second thread entering while another is inside gets a RuntimeError (``_enter``).
 
-Half-close. ``shutdown(SHUT_RD)`` is kept in Python: later ``recv`` returns ``b''`` and received
-data is dropped. EFI TCP4 has only a full close (docs/edk2.md section 3.5), so ``SHUT_WR`` and ``SHUT_RDWR``
-both start the graceful close (our FIN): data that had already arrived can still be read, then
-``recv`` returns ``b''``; whatever the peer sends after our FIN is not delivered.
+Half-close: none in EFI TCP (docs/edk2.md section 3.3 Close); what ``shutdown`` does instead is
+``TcpEndpoint.shutdown``'s (tcp.py's docstring).
 
 IPv6. AF_INET6 sockets run over EFI_TCP6/UDP6 when the NIC has them (``has_ipv6``; otherwise
 ``socket(AF_INET6)`` fails with EAFNOSUPPORT, as on a Linux without IPv6), with Python's
@@ -137,17 +135,6 @@ _NOT_STREAM_RECV_FLAGS = ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL)  # any of thes
 _UNCOPIED_RECV_MAX = 1 << 24
 
 
-def _with_deadline(deadline, function, *args):
-    """``function(*args)`` with ``deadline`` reaching the waits below the socket (address
-    bring-up, EFI_NO_MAPPING retries: ``events.caller_deadline``, docs/architecture.md section 6.4)."""
-    held = _events.caller_deadline[0]
-    _events.caller_deadline[0] = deadline
-    try:
-        return function(*args)
-    finally:
-        _events.caller_deadline[0] = held
-
-
 def _progress(endpoint):
     """Let the stack move once (Poll, completions) before a non-blocking call or a readiness
     query answers "not yet" (docs/architecture.md section 6.1): nothing else drives the firmware between a
@@ -196,15 +183,16 @@ def _leave():
 
 def _efi_guarded(method):
     """A socket method behind the error boundary (``errors.efi_boundary``: an ``efi.EFIException``
-    from a layer below becomes ``error``, rule 4), refusing a second thread's concurrent entry
-    (``_enter``) -- where there can be one: BITS has no threads, and there the two calls per
-    socket call are left out (a round trip makes four; docs/performance.md section 7)."""
+    from a layer below becomes ``error``, docs/architecture.md section 13 rule 4), refusing a
+    second thread's concurrent entry (``_enter``) -- where there can be one: BITS has no threads,
+    and there the two calls per socket call are left out (a round trip makes four;
+    docs/performance.md section 7)."""
     if _get_ident is None:
         return _errors.efi_boundary(method)
     return _errors.efi_boundary(method, _enter, _leave)
 
 
-_boundary = _errors.efi_boundary  # module functions and set-up/teardown: the same translation only
+_boundary = _errors.efi_boundary  # module functions that never reach the firmware: the translation only
 
 
 # --- The fd table ------------------------------------------------------------------------------
@@ -301,16 +289,10 @@ def _new_endpoint(family, type, proto):
             raise _error(_errno.EPROTONOSUPPORT)
         from bitsnet import tcp
         return tcp.TcpEndpoint(fam)
-    if type == SOCK_DGRAM:
-        if proto not in (0, IPPROTO_UDP):
-            raise _error(_errno.EPROTONOSUPPORT)
-        try:
-            from bitsnet import udp  # UdpEndpoint plugs in here
-            endpoint_class = udp.UdpEndpoint
-        except (ImportError, AttributeError):
-            raise _error(_errno.EPROTONOSUPPORT, "UDP is not supported yet")
-        return endpoint_class(fam)
-    raise _error(_errno.ESOCKTNOSUPPORT)
+    if proto not in (0, IPPROTO_UDP):  # SOCK_DGRAM (the type was checked above)
+        raise _error(_errno.EPROTONOSUPPORT)
+    from bitsnet import udp
+    return udp.UdpEndpoint(fam)
 
 
 def _check_timeout(value):
@@ -557,6 +539,23 @@ class socket(object):
         """getblocking() -> bool: False when the socket is non-blocking (timeout 0)."""
         return self._timeout != 0.0
 
+    def _sock_call(self, endpoint, attempt, args, ready, nonblocking, deadline):
+        """The one shape of every call that may block (CPython's ``sock_call_ex``): try
+        ``attempt(*args)``; any answer but None is the result. If it would block, a non-blocking
+        call lets the stack move once and tries again (docs/architecture.md section 6.1), then
+        raises EAGAIN; a blocking one waits for ``ready()`` until ``deadline`` (``timeout``)."""
+        progressed = False
+        while True:
+            got = attempt(*args)
+            if got is not None:
+                return got
+            if nonblocking:
+                if progressed:
+                    raise _error(_errno.EAGAIN)
+                progressed = _progress(endpoint)
+                continue
+            self._wait(endpoint, ready, deadline)
+
     def _wait(self, endpoint, ready, deadline):
         """Wait for ``ready()`` until ``deadline``; ``timeout`` if it passes (never for 0)."""
         # checked=True: every caller has just tried and found the socket not ready; Poll first.
@@ -583,7 +582,7 @@ class socket(object):
         endpoint = self._endpoint()
         deadline = self._deadline() if self._timeout else None  # docs/architecture.md section 6.4
         local = _sockaddr(self._family, address, "bind")
-        _with_deadline(deadline, endpoint.bind, local)
+        endpoint.bind(local, deadline=deadline)
         # EDK2 quirk: TCP4 needs the station address for a "0.0.0.0" listener (docs/bits-efi.md section 4),
         # so the endpoint holds the real one; getsockname() reports the wildcard, as CPython.
         self._descriptor.wildcard = local[0] == _families.of(self._family).wildcard
@@ -629,7 +628,7 @@ class socket(object):
         remote = _sockaddr(self._family, address, "connect")
         if self._type == SOCK_DGRAM:  # only the default peer: nothing goes on the wire
             try:
-                _with_deadline(deadline, endpoint.connect, remote)
+                endpoint.connect(remote, deadline=deadline)
             except error as exc:
                 if isinstance(exc, timeout) and not exc.errno and self._timeout == 0.0:
                     return _error(_errno.EAGAIN)  # the address is still coming (DHCP)
@@ -660,7 +659,7 @@ class socket(object):
             return _error(endpoint.take_error() or _errno.ECONNABORTED)
         else:
             try:
-                _with_deadline(deadline, endpoint.connect_start, remote)
+                endpoint.connect_start(remote, deadline=deadline)
             except timeout as exc:
                 if self._timeout != 0.0 or exc.errno:  # (ETIMEDOUT is a TimeoutError on 3.x)
                     raise
@@ -690,18 +689,8 @@ class socket(object):
             raise _error(_errno.EOPNOTSUPP)  # Linux: UDP has no accept
         if not endpoint.listening:
             raise _error(_errno.EINVAL)
-        deadline = self._deadline()
-        progressed = False
-        while True:
-            child = endpoint.accept()
-            if child is not None:
-                return child
-            if self._timeout == 0.0:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
-                continue
-            self._wait(endpoint, endpoint.acceptable, deadline)
+        return self._sock_call(endpoint, endpoint.accept, (), endpoint.acceptable, self._timeout == 0.0,
+                               self._deadline())
 
     @_efi_guarded
     def _accept(self):
@@ -954,20 +943,11 @@ class socket(object):
             # Only a blocking socket waits for all: CPython's fd is non-blocking under a timeout,
             # so there MSG_WAITALL returns what one readable moment brings, as a plain recv.
             return self._recv_all(endpoint, buffer, nbytes, deadline)
-        progressed = False
-        while True:
-            if buffer is None:
-                got = endpoint.recv(nbytes, peek)
-            else:
-                got = endpoint.recv_into(buffer, nbytes, peek)
-            if got is not None:
-                return got
-            if nonblocking:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1: let the stack move first
-                continue
-            self._wait(endpoint, endpoint.can_recv, deadline)
+        if buffer is None:
+            return self._sock_call(endpoint, endpoint.recv, (nbytes, peek), endpoint.can_recv, nonblocking,
+                                   deadline)
+        return self._sock_call(endpoint, endpoint.recv_into, (buffer, nbytes, peek), endpoint.can_recv,
+                               nonblocking, deadline)
 
     def _recvfrom_into(self, buffer, nbytes, flags):
         """One datagram into ``buffer``: (bytes copied, source); ``buffer`` None: (its first
@@ -979,20 +959,11 @@ class socket(object):
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
         deadline = self._deadline()
         peek = bool(flags & MSG_PEEK)
-        progressed = False
-        while True:
-            if buffer is None:
-                got = endpoint.recvfrom(nbytes, peek)
-            else:
-                got = endpoint.recvfrom_into(buffer, nbytes, peek)
-            if got is not None:
-                return got
-            if nonblocking:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
-                continue
-            self._wait(endpoint, endpoint.can_recv, deadline)
+        if buffer is None:
+            return self._sock_call(endpoint, endpoint.recvfrom, (nbytes, peek), endpoint.can_recv, nonblocking,
+                                   deadline)
+        return self._sock_call(endpoint, endpoint.recvfrom_into, (buffer, nbytes, peek), endpoint.can_recv,
+                               nonblocking, deadline)
 
     def _recv_all(self, endpoint, buffer, nbytes, deadline):
         """MSG_WAITALL on a blocking socket: until ``nbytes``, EOF or an error. Bytes gathered
@@ -1032,7 +1003,7 @@ class socket(object):
 
     def _send(self, data, view, flags, deadline, address=None):
         """Send from ``view`` (a byte-wise memoryview); ``data`` is its object when that is bytes
-        and the whole of it, for the zero-copy Transmit (tcp.py rule 3), else ``view`` again."""
+        and the whole of it, for the zero-copy Transmit (docs/architecture.md section 8.1), else ``view`` again."""
         endpoint = self._endpoint()
         if flags & ~(MSG_DONTWAIT | MSG_OOB) or (flags & MSG_OOB and self._type != SOCK_STREAM):
             raise _error(_errno.EOPNOTSUPP)
@@ -1040,38 +1011,21 @@ class socket(object):
             return self._send_datagram(endpoint, view.tobytes(), address, flags, deadline)
         if not len(view):
             return 0
-        progressed = False
         # MSG_OOB: EFI TCP's Urgent flag (tcp.send_urgent); socketpair() has no urgent data
         send = endpoint.send_urgent if flags & MSG_OOB else endpoint.send
-        while True:
-            n = send(data)
-            if n is not None:
-                return n
-            if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1: completed Transmits free room
-                continue
-            self._wait(endpoint, endpoint.can_send, deadline)
+        nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
+        return self._sock_call(endpoint, send, (data,), endpoint.can_send, nonblocking, deadline)
 
     def _send_datagram(self, endpoint, data, address, flags, deadline):
         """One datagram to ``address`` (None: the connected peer); all of it or an error."""
-        progressed = False
-        while True:
-            try:
-                n = _with_deadline(deadline, endpoint.sendto, data, address)
-            except timeout as exc:
-                if not exc.errno and (self._timeout == 0.0 or flags & MSG_DONTWAIT):
-                    raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): docs/architecture.md section 6.4
-                raise
-            if n is not None:
-                return n
-            if self._timeout == 0.0 or flags & MSG_DONTWAIT:
-                if progressed:
-                    raise _error(_errno.EAGAIN)
-                progressed = _progress(endpoint)  # docs/architecture.md section 6.1
-                continue
-            self._wait(endpoint, endpoint.can_send, deadline)
+        nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
+        try:
+            return self._sock_call(endpoint, endpoint.sendto, (data, address, deadline), endpoint.can_send,
+                                   nonblocking, deadline)
+        except timeout as exc:
+            if not exc.errno and nonblocking:
+                raise _error(_errno.EAGAIN)  # the address is still coming (DHCP): docs/architecture.md section 6.4
+            raise
 
     @_efi_guarded
     def sendall(self, data, flags=0):  # type: (bytes, int) -> None
@@ -1202,7 +1156,7 @@ def fromfd(fd, family, type, proto=0):
     return socket(family, type, proto, fileno=dup(fd))
 
 
-@_boundary
+@_efi_guarded  # the endpoint's close reaches the firmware
 def close(fd):
     """close(integer) -> None
 
@@ -1228,8 +1182,9 @@ def socketpair(family=AF_INET, type=SOCK_STREAM, proto=0):
 # --- The public surface: one error boundary -------------------------------------------------------
 # The socket module's functions that live in netdb and inet, exported here behind the boundary
 # (``errors.efi_boundary``: an efi.EFIException met anywhere below becomes ``error``). Pure
-# functions are wrapped too, so that every public function of this module is covered alike.
-@_boundary
+# functions are wrapped too, so that every public function of this module is covered alike; those
+# that may resolve a name drive the firmware (DHCP, DNS4, UDP) and keep the one-thread rule too.
+@_efi_guarded
 def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (object, object, int, int, int, int) -> list
     try:
         return _netdb.getaddrinfo(host, port, family, type, proto, flags)
@@ -1239,10 +1194,10 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
 
 getaddrinfo.__doc__ = _netdb.getaddrinfo.__doc__
 gethostname = _boundary(_netdb.gethostname)
-gethostbyname = _boundary(_netdb.gethostbyname)
-gethostbyname_ex = _boundary(_netdb.gethostbyname_ex)
-gethostbyaddr = _boundary(_netdb.gethostbyaddr)
-getnameinfo = _boundary(_netdb.getnameinfo)
+gethostbyname = _efi_guarded(_netdb.gethostbyname)
+gethostbyname_ex = _efi_guarded(_netdb.gethostbyname_ex)
+gethostbyaddr = _efi_guarded(_netdb.gethostbyaddr)
+getnameinfo = _efi_guarded(_netdb.getnameinfo)
 getservbyname = _boundary(_netdb.getservbyname)
 getservbyport = _boundary(_netdb.getservbyport)
 getprotobyname = _boundary(_netdb.getprotobyname)

@@ -21,6 +21,11 @@ is taken (StationPort 0). EDK2 hands ephemeral ports out from one sequential cou
 (RFC 6056 section 1, "port randomization" is the remedy, algorithm 1 here, as Linux's bind to
 port 0 does). The range is the IANA dynamic range of RFC 6335, the one bitsnet's DNS source
 ports already use; Linux draws from 32768-60999 by default, Windows and the BSDs from this one.
+
+What ``stack.pump`` uses, public: ``poll_target`` (the cached Poll callable and its ``this``, or
+None while the child cannot be Polled), ``update()`` (consume completions, post what should be
+outstanding) and ``sender`` (TCP's ``tcp.Sender``, else None); the closer calls ``reap_step()``
+and ``close_now()`` (closer.py).
 """
 
 import ctypes
@@ -59,10 +64,10 @@ def _on_link(address, info):
 class EfiChild(Endpoint):
     """One service-binding child; see the module docstring."""
 
-    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "_poll")
+    __slots__ = ("_fam", "_nic", "_handle", "_proto", "_calls", "poll_target")
     _closer = None  # type: stack.Closer  # type: ignore[assignment]  # each subclass: its protocol's
     _POLL_UNCONFIGURED = True
-    _SEND_POLL_BATCHED = False  # stack.pump's send batch (TCP only)
+    sender = None  # TCP: its Sender, whose blocked state makes stack.pump Poll a batch
     progress = stack.pump  # ep.progress() is stack.pump(ep): no Python call more per round
 
     def __init__(self, fam):
@@ -71,7 +76,7 @@ class EfiChild(Endpoint):
         self._handle = None  # the child handle, created lazily at bind/connect/listen
         self._proto = None
         self._calls = {}  # type: dict   # see _call
-        self._poll = None  # (Poll, byref(proto)) while the child can be Polled (stack.pump)
+        self.poll_target = None  # (Poll, byref(proto)) while the child can be Polled (stack.pump)
 
     def _binding(self):
         raise NotImplementedError("%s._binding" % type(self).__name__)
@@ -95,7 +100,7 @@ class EfiChild(Endpoint):
     def _pollable(self, on):
         """Let stack.pump Poll through this child (a UDP child only while configured)."""
         proto = self._proto
-        self._poll = (proto.Poll, ctypes.byref(proto)) if on and proto is not None else None
+        self.poll_target = (proto.Poll, ctypes.byref(proto)) if on and proto is not None else None
 
     def _ensure_child(self):
         if self._handle is None:
@@ -114,22 +119,25 @@ class EfiChild(Endpoint):
         self._set_proto(protocol.from_handle(handle))
         self._closer.live.add(self)
 
-    def _ip_info(self):
+    def _ip_info(self, deadline=None):
         """IPv4: the NIC's address, DHCP first if needed. IPv6: its addresses once a global one
-        exists (SLAAC switched on if needed, ipconfig.ensure_configured6)."""
-        return ipconfig.ensure_configured() if self._fam.version == 4 else ipconfig.ensure_configured6()
+        exists (SLAAC switched on if needed, ipconfig.ensure_configured6). ``deadline``: the
+        socket call's (docs/architecture.md section 6.4)."""
+        if self._fam.version == 4:
+            return ipconfig.ensure_configured(deadline=deadline)
+        return ipconfig.ensure_configured6(deadline=deadline)
 
-    def _configure_child(self, config, deadline):
-        """Configure(config), again while it says EFI_NO_MAPPING until ``deadline``; the status."""
+    def _configure_child(self, config, until, deadline=None):
+        """Configure(config), again while it says EFI_NO_MAPPING until ``until``; the status.
+        ``deadline``, the socket call's, comes first: ``errors.timeout`` (docs/architecture.md section 6.4)."""
         while True:
             status = self._call("Configure", ctypes.byref(config))
-            if status != efi.EFI_NO_MAPPING or clock.monotonic() >= deadline:
+            if status != efi.EFI_NO_MAPPING or clock.monotonic() >= until:
                 return status
             # EDK2 quirk (TcpDxe, docs/edk2.md sections 3.7, 8.1 #8): EFI_NO_MAPPING does not clear by itself; Configure
             # again. TCP6 answers the same until an address is usable (DAD not finished, docs/edk2.md section 3.7);
             # UDP6 says EFI_NO_MAPPING until IP6 has a usable address.
-            caller = events.caller_deadline[0]
-            if caller is not None and clock.monotonic() >= caller:
+            if deadline is not None and clock.monotonic() >= deadline:
                 raise errors.timeout("timed out")  # docs/architecture.md section 6.4: the caller's deadline first
             events.boot_services().Stall(10000)
 

@@ -8,8 +8,8 @@ counts the endpoints that hold a child (``live``), for leak checks and interpret
 
 What a closing endpoint provides (``tcp.TcpEndpoint``, ``udp.UdpEndpoint``):
 
-``_reap_step()``  advance one step; True once it is gone (destroyed, or never had a child)
-``_close_now()``  give up waiting: abort and destroy it now; True if it had to be aborted
+``reap_step()``  advance one step; True once it is gone (destroyed, or never had a child)
+``close_now()``  give up waiting: abort and destroy it now; True if it had to be aborted
 """
 
 from bitsnet import clock, events
@@ -29,7 +29,7 @@ class Closer(object):
     def start(self, ep):
         """Hand a closed endpoint over; it may finish at once (e.g. the peer had closed already)."""
         self.closing.append(ep)
-        if ep._reap_step() and ep in self.closing:
+        if ep.reap_step() and ep in self.closing:
             self.closing.remove(ep)
 
     def reap(self):
@@ -40,7 +40,7 @@ class Closer(object):
     def _reap(self, endpoints):
         self.wanted.difference_update(endpoints)
         for ep in endpoints:
-            if ep._reap_step() and ep in self.closing:
+            if ep.reap_step() and ep in self.closing:
                 self.closing.remove(ep)
 
     def reap_due(self):
@@ -68,7 +68,7 @@ class Closer(object):
         events.wait_until(lambda: not self.closing, clock.monotonic() + timeout, poll=poll)
         aborted = 0
         for ep in list(self.closing):
-            if ep._close_now():
+            if ep.close_now():
                 aborted += 1
         del self.closing[:]
         return aborted

@@ -81,8 +81,9 @@ class Endpoint(object):
         raise NotImplementedError("%s.hung_up" % type(self).__name__)
 
     # --- addresses and connections -----------------------------------------------------------
-    def bind(self, address):
-        """Reserve the local address."""
+    def bind(self, address, deadline=None):
+        """Reserve the local address. ``deadline`` (here and below): the socket call's, which the
+        waits for the address bring-up keep (docs/architecture.md section 6.4)."""
         raise NotImplementedError("%s.bind" % type(self).__name__)
 
     def listen(self, backlog):
@@ -93,7 +94,7 @@ class Endpoint(object):
         """The next accepted connection as an endpoint, or None (would block)."""
         raise NotImplementedError("%s.accept" % type(self).__name__)
 
-    def connect_start(self, address):
+    def connect_start(self, address, deadline=None):
         """Start a stream connect; wait for ``connected`` or ``take_error()``."""
         raise NotImplementedError("%s.connect_start" % type(self).__name__)
 
@@ -152,7 +153,7 @@ class DatagramEndpoint(Endpoint):
 
     __slots__ = ()
 
-    def connect(self, address):
+    def connect(self, address, deadline=None):
         """Set the default peer (datagrams from others are dropped; send() goes there)."""
         raise NotImplementedError("%s.connect" % type(self).__name__)
 
@@ -160,7 +161,7 @@ class DatagramEndpoint(Endpoint):
         """connect(AF_UNSPEC): forget the default peer."""
         raise NotImplementedError("%s.disconnect" % type(self).__name__)
 
-    def sendto(self, data, address=None):
+    def sendto(self, data, address=None, deadline=None):
         """Queue one datagram to ``address`` (None: the connected peer), or None (would block)."""
         raise NotImplementedError("%s.sendto" % type(self).__name__)
 

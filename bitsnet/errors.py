@@ -134,6 +134,12 @@ _BY_OPERATION = {  # type: dict
     # not connected.
     ("send", efi.EFI_ACCESS_DENIED): errno.EPIPE,
     ("recv", efi.EFI_ACCESS_DENIED): errno.ENOTCONN,
+    # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST with no token pending shows only as EFI_ACCESS_DENIED
+    # and GetModeData's Tcp4StateClosed; tcp.py asks with this operation once it has read that state.
+    ("tcp-closed", efi.EFI_ACCESS_DENIED): errno.ECONNRESET,
+    # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a Transmit whose next hop ARP could not resolve completes
+    # with EFI_NO_MAPPING.
+    ("udp-send", efi.EFI_NO_MAPPING): errno.EHOSTUNREACH,
 }
 
 
@@ -167,12 +173,14 @@ def socket_error(err, detail=None):
     return error(err, message)
 
 
-def raise_for_status(status, op):
-    # type: (int, str) -> None
-    """Return if ``status`` is EFI_SUCCESS; otherwise raise the matching ``error``."""
+def raise_for_status(status, op, detail=None):
+    # type: (int, str, str) -> None
+    """Return if ``status`` is EFI_SUCCESS; otherwise raise the matching ``error`` (``detail``,
+    if given, says what was being done instead of ``op``)."""
     if status == efi.EFI_SUCCESS:
         return
-    raise socket_error(errno_for(status, op), "%s in %s" % (status_name(status), op))
+    raise socket_error(errno_for(status, op), "%s (%s)" % (detail, status_name(status)) if detail
+                       else "%s in %s" % (status_name(status), op))
 
 
 def from_efi_exception(exc, op):

@@ -71,11 +71,6 @@ wait_hook = None
 # The thread inside bitsnet's socket layer and how deep (bitsnet._socket._enter refuses a second
 # thread meanwhile). A wait_hook is a safe point: the waiting thread lets go while it runs.
 entered = [None, 0]  # type: list
-# The deadline of the socket call being served (an absolute clock() value; None: no limit), for
-# the waits below the socket that know nothing of sockets: address bring-up (DHCP, SLAAC) and
-# EFI_NO_MAPPING retries (docs/architecture.md section 6.4). The socket layer sets it around connect and send;
-# a wait it cuts short raises ``errors.timeout`` and leaves the bring-up running.
-caller_deadline = [None]  # type: list
 
 # Monotonic seconds (bitsnet/clock.py); every timeout in bitsnet is measured with this one clock.
 clock = _clock.monotonic

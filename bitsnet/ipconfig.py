@@ -180,8 +180,8 @@ def _info6(the_nic):
 IPV6_TIMEOUT = 10.0  # seconds for SLAAC: a router answers a solicitation within a second or two (RFC 4861)
 
 
-def ensure_configured6(timeout=None):
-    # type: (float) -> Ip6Info
+def ensure_configured6(timeout=None, deadline=None):
+    # type: (float, float) -> Ip6Info
     """The NIC's IPv6 addresses once a usable (not link-local) one exists.
 
     EDK2 quirk (docs/edk2.md section 5.3): the default IP6 Config policy is Manual: without an address set by hand, only
@@ -222,7 +222,7 @@ def ensure_configured6(timeout=None):
             found.append(got)
         return bool(found)
 
-    caller = events.caller_deadline[0]  # docs/architecture.md section 6.4: the socket call's deadline may come first
+    caller = deadline  # docs/architecture.md section 6.4: the socket call's deadline may come first
     if not events.wait_until(usable, start + timeout if caller is None else min(caller, start + timeout),
                              poll=_stall):
         if caller is not None and caller < start + timeout:
@@ -409,9 +409,10 @@ def start_dhcp():
     return True
 
 
-def ensure_configured(timeout=None):
-    # type: (float) -> Ip4Info
-    """The NIC's address, bringing it up with DHCP if it has none (waits up to ``timeout``)."""
+def ensure_configured(timeout=None, deadline=None):
+    # type: (float, float) -> Ip4Info
+    """The NIC's address, bringing it up with DHCP if it has none (waits up to ``timeout``, and
+    not beyond ``deadline``, the socket call's: docs/architecture.md section 6.4)."""
     the_nic = nic.default_nic()
     if _cached["nic"] is the_nic and clock.monotonic() < _cached["until"]:
         return _cached["info"]
@@ -441,7 +442,7 @@ def ensure_configured(timeout=None):
         sys.stdout.flush()
     # docs/architecture.md section 6.4: the socket call's own deadline (a non-blocking one: now) may come first;
     # then this call times out and DHCP goes on, and the next call resumes this wait.
-    caller = events.caller_deadline[0]
+    caller = deadline
     limit = until if caller is None or caller >= until else caller
     found = []
 

@@ -40,10 +40,10 @@ class PairEndpoint(StreamEndpoint):
     connected = property(lambda self: not self._user_closed)
     closed = property(lambda self: self._user_closed)
 
-    def bind(self, address):
+    def bind(self, address, deadline=None):
         raise _error(errno.EINVAL)
 
-    def connect_start(self, address):
+    def connect_start(self, address, deadline=None):
         raise _error(errno.EISCONN)
 
     connect_later = connect_start

@@ -10,11 +10,13 @@ may follow. So one function moves the whole stack on, whichever endpoint a wait 
                    some (``dirty``), retry refused Transmits (``tx_retry``) and run the
                    background closers (``tcp_closer``, ``udp_closer``, closer.py).
                    ``ep.progress()`` *is* ``pump(ep)`` (the endpoints' method, not a wrapper:
-                   no Python call more per round); ``pump()`` with no endpoint Polls through any.
+                   no Python call more per round); ``pump()`` with no endpoint Polls through any,
+                   and is the one poller of every other wait too (``close_all``, the tests').
 
-The endpoint's side (tcp.py, udp.py): ``_poll`` (the cached Poll callable and its ``this``, or
-None while the child cannot be Polled), ``_update()``, and for TCP the fields the speed policy
-reads (``_streaming``, ``_rx_later``, ``_tx_ops``, ``_tx_inflight``, ``_tx``, ``_options``).
+The endpoint's side, public (child.EfiChild declares it): ``poll_target`` (the cached Poll callable
+and its ``this``, or None while the child cannot be Polled), ``update()``, and for TCP what the
+speed policy reads: ``sender`` (``tcp.Sender``: ``ops``, ``inflight``, ``queue``, ``limit``),
+``receiver.streaming`` (``tcp.Receiver``) and ``receive_now()``.
 
 Hot path: every round of every wait runs ``pump``, most of them finding nothing. Each step is
 skipped by one test when it has nothing to do; tuned on real firmware (docs/performance.md):
@@ -25,7 +27,7 @@ from bitsnet import events
 from bitsnet.closer import Closer
 
 # --- the speed policy (measured on real BITS under QEMU, docs/performance.md) --------------------
-# TCP Receive scheduling (tcp.py rule 2): one Receive is outstanding while a connection is up,
+# TCP Receive scheduling (docs/architecture.md section 8.2): one Receive is outstanding while a connection is up,
 # but after a Receive brought data the next one is posted by the next pump (every wait runs it,
 # before it Polls, so nothing is noticed later) or by a recv that finds the buffer empty: a
 # request/response exchange thus answers before paying for the next Receive. While a bulk stream
@@ -49,7 +51,7 @@ REAP_SWEEP = 0.2  # seconds between sweeps for what no completion announces (clo
 
 # --- the state pump() works through (module state: one firmware, one interpreter) ----------------
 dirty = set()  # type: set        # endpoints (TCP and UDP) with completions not yet consumed
-rx_deferred = set()  # type: set  # TCP endpoints whose next Receive the next pump posts (rule 2)
+rx_deferred = set()  # type: set  # TCP endpoints whose next Receive the next pump posts (section 8.2)
 tx_retry = set()  # type: set     # TCP endpoints with a Transmit the firmware refused: pump retries
 tcp_closer = Closer(REAP_SWEEP)
 udp_closer = Closer(0.0)  # UDP closes wait only for Transmits: every pump looks at all of them
@@ -63,10 +65,11 @@ def pump(ep=None):
         _post_deferred()
     if ep is None:
         ep = _any_child()
-    poll = ep._poll if ep is not None else None
+    poll = ep.poll_target if ep is not None else None
     if poll is not None:
         poll[0](poll[1])
-        if ep._SEND_POLL_BATCHED and ep._tx_ops and ep._tx_inflight + ep._tx.size >= ep._options["sndbuf"]:
+        sender = ep.sender
+        if sender is not None and sender.ops and sender.inflight + sender.queue.size >= sender.limit:
             # A sender blocked on a full send buffer: only Polls (each takes in one ACK, and
             # EDK2 then sends more) free room, and a 64 KiB Transmit completes after dozens
             # of them, so Poll a batch back to back before the Python bookkeeping runs again
@@ -76,10 +79,10 @@ def pump(ep=None):
     events.process()
     if dirty:
         for each in list(dirty):
-            each._update()
+            each.update()
     if tx_retry:  # refused Transmits (docs/architecture.md section 6.3)
         for each in list(tx_retry):
-            each._update()
+            each.update()
     if _tcp_closing or _tcp_wanted:
         tcp_closer.reap_due()
     if _udp_closing:
@@ -90,16 +93,16 @@ def _any_child():
     """An endpoint whose child can be Polled, or None (pump() without one)."""
     for closer in (tcp_closer, udp_closer):
         for ep in closer.closing:
-            if ep._poll is not None:
+            if ep.poll_target is not None:
                 return ep
         for ep in closer.live:
-            if ep._poll is not None:
+            if ep.poll_target is not None:
                 return ep
     return None
 
 
 def _post_deferred():
-    """Post the deferred Receives, after a batch of Polls if a stream arrives (rule 2's exception).
+    """Post the deferred Receives, after a batch of Polls if a stream arrives (section 8.2's exception).
 
     EDK2 completes an outstanding Receive with whatever the first Poll brings in: one frame
     (docs/edk2.md section 3.3 Receive, section 3.4). With no Receive outstanding, the frames POLL_BATCH Polls pull in
@@ -109,16 +112,15 @@ def _post_deferred():
     brought a full segment cause these Polls, so request/response traffic never pays for them;
     pump() calls this before it Polls, so nothing is noticed later for it.
     """
-    deferred = [ep for ep in rx_deferred if ep._proto is not None]
+    deferred = [ep for ep in rx_deferred if ep.poll_target is not None]
     rx_deferred.clear()
-    streaming = [ep for ep in deferred if ep._streaming]
+    streaming = [ep for ep in deferred if ep.receiver.streaming]
     if streaming:
         # Any child: Poll pulls the NIC's next frame (docs/edk2.md section 3.3 Poll). The Polls run back to back
         # from one cached callable: under QEMU TCG a frame-carrying Poll costs less the less Python
         # runs between Polls (docs/performance.md), and _call's lookup per Poll was pure overhead.
-        poll, this = streaming[0]._poll
+        poll, this = streaming[0].poll_target
         for _ in range(POLL_BATCH):
             poll(this)
     for ep in deferred:
-        ep._streaming = ep._rx_later = False  # post now; its completion says what comes next
-        ep._update()
+        ep.receive_now()

@@ -1,51 +1,48 @@
 """TcpEndpoint: one EFI_TCP4_PROTOCOL (or EFI_TCP6_PROTOCOL) child, as non-blocking primitives for
 the socket layer. What differs between the two is in ``family.py``; everything here is shared.
 
-Contents: module constants (each with its reason) -- the connection states (``TRANSITIONS``,
-and readiness per state) -- ``TcpEndpoint`` (bind, connect_start,
-listen, accept, recv_into, send, shutdown, close, readiness predicates, options) -- the
-background closer's TCP side (``_reap_step``; ``reap``, ``close_all``, ``live_endpoints``).
-The child's life (CreateChild, Configure retries, Routes, DestroyChild) is ``child.EfiChild``'s;
-``progress()`` is ``stack.pump`` (Poll once, consume every completion, run the closers), where
-the speed policy of rule 2 lives too; the closer itself is ``closer.Closer``.
+Contents: module constants (each with its reason) -- ``Receiver`` and ``Sender``, the two
+directions' mechanism -- ``TcpEndpoint`` (bind, connect_start, listen, accept, recv_into, send,
+shutdown, close, readiness predicates, options) -- the background closer's TCP side
+(``reap_step``; ``reap``, ``close_all``, ``live_endpoints``). The connection's states, the
+events that move them and readiness per state are tables in ``tcp_state.py``. The child's life
+(CreateChild, Configure retries, Routes, DestroyChild) is ``child.EfiChild``'s; ``progress()``
+is ``stack.pump`` (Poll once, consume every completion, run the closers), where the speed policy
+of receiving lives too; the closer itself is ``closer.Closer``.
 
 Every method returns at once; a caller that must wait does so with
 ``events.wait_until(predicate, deadline, poll=ep.progress)``. The endpoint knows nothing of
-socket objects, file descriptors or timeouts other than its own connect timer.
+socket objects, file descriptors or timeouts other than its own connect timer. The rules it
+keeps are docs/architecture.md's (section 13 and the sections named):
 
-Rule 1 -- Callbacks record, readers decide (docs/architecture.md section 13 rule 5). A token's ``on_done`` only appends
-the finished Operation to ``_done`` and marks the endpoint dirty. ``_update()`` -- run by every
-public method, predicate and ``progress()`` -- consumes ``_done`` (copies received bytes into
-the Python buffer, notes EOF, errors, accepted children) and then ``_refill()``s: it re-posts
-the Receive, sends queued data, keeps Accepts outstanding, checks the connect timer.
+Callbacks record, readers decide (section 13 rule 5). A token's ``on_done`` only appends the
+finished Operation to ``_done`` and marks the endpoint dirty. ``update()`` -- run by every public
+method, predicate and ``progress()`` -- consumes ``_done`` (copies received bytes into the Python
+buffer, moves the state machine, notes errors and accepted children) and then ``_refill()``s: it
+re-posts the Receive, sends queued data, keeps Accepts outstanding, checks the connect timer.
 
-Rule 2 -- One Receive is outstanding whenever the connection is up and the Python receive
-buffer is under its bound (docs/edk2.md section 3.3 Receive: EDK2 has no "bytes available" query). That token
-is how data, FIN and RST are noticed, and so what makes select() work; it also keeps EDK2's own
-buffer empty, which matters at close (rule 4). Receive often completes synchronously: every
-post is followed by ``events.check``. One exception, for speed: after a Receive brought data,
-the next one is posted by the next ``progress()`` -- every wait calls it, before it Polls, so
-nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a request/response
+One Receive is outstanding (section 8.2) whenever the connection is up and the Python receive
+buffer is under its bound (docs/edk2.md section 3.3 Receive: EDK2 has no "bytes available"
+query). That token is how data, FIN and RST are noticed, and so what makes select() work; it also
+keeps EDK2's own buffer empty, which matters at close. Receive often completes synchronously:
+every post is followed by ``events.check``. One exception, for speed: after a Receive brought
+data, the next one is posted by the next ``progress()`` -- every wait calls it, before it Polls,
+so nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a request/response
 exchange thus answers before paying for the next Receive. While a bulk stream arrives (the last
-Receive brought a full segment) that ``progress()`` first Polls a batch (see ``stack._post_deferred``).
+Receive brought a full segment) that ``progress()`` first Polls a batch (``stack.pump``).
 
-Rule 3 -- Sending is bounded in Python (docs/edk2.md section 8.1 #6: EDK2 never says "buffer full"). ``send``
-queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the queue is cut into
-Transmits of up to TRANSMIT_CHUNK bytes, at most MAX_TRANSMITS in flight, zero-copy: the bytes
-object itself is the fragment and lives in the registry until its token completes. A Transmit
-the firmware refuses (EFI_OUT_OF_RESOURCES) is retried by every ``progress()``, whichever
-endpoint drives it (``_tx_retry``), and fails the connection with ENOBUFS after TX_REFUSED_LIMIT.
+Sending is bounded in Python (section 8.1; docs/edk2.md section 8.1 #6: EDK2 never says "buffer
+full"). ``send`` queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the
+queue is cut into Transmits of up to TRANSMIT_CHUNK bytes, at most MAX_TRANSMITS in flight,
+zero-copy: the bytes object itself is the fragment and lives in the registry until its token
+completes. A Transmit the firmware refuses is retried by every ``progress()`` (section 6.3).
 
-Rule 4 -- Close is graceful and never blocks (docs/architecture.md section 9). ``close()`` hands the endpoint
-to the reaper, which sends what is queued, keeps reading (and dropping) incoming data so that
-Close(graceful) does not turn into a RST (docs/edk2.md section 3.3 Close: unread data => RST), issues
+Close is graceful and never blocks (section 9). ``close()`` hands the endpoint to the closer,
+which sends what is queued, keeps reading (and dropping) incoming data so that Close(graceful)
+does not turn into a RST (docs/edk2.md section 3.3 Close: unread data => RST), issues
 Close(AbortOnClose=FALSE) and, when that token completes (after TIME_WAIT, >= 2 s), calls
-DestroyChild. SO_LINGER (on, 0) and interpreter exit abort (RST) instead.
-
-EDK2 has no half-close (docs/edk2.md section 3.3 Close): ``shutdown(SHUT_WR)`` starts that same full close.
-Afterwards ``recv`` returns what was already received (including what the outstanding Receive
-still brings in before the close completes) and then b"" -- never data the peer sends later.
-``shutdown(SHUT_RD)`` is pure Python: ``recv`` returns b"" at once, later data is dropped.
+DestroyChild. SO_LINGER (on, 0) and interpreter exit abort (RST) instead. No half-close
+(docs/edk2.md section 3.3 Close): ``shutdown(SHUT_WR)`` starts that same close.
 
 Other differences from CPython on Linux, all forced by EFI_TCP4: ``bind()`` already configures
 the child passively (see ``bind``); options reach EDK2 only at Configure, so TCP_NODELAY and
@@ -66,6 +63,9 @@ from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port
 from bitsnet.endpoint import StreamEndpoint
 # The speed policy lives with the pump that applies it (stack.py): set its numbers there.
 from bitsnet.stack import RECEIVE_CHUNK, STREAM_SEGMENT
+from bitsnet.tcp_state import (BOUND, CLOSED, CONNECTED, ESTABLISHED, FAILED, FIN_RECEIVED, FIN_WAIT_1,
+                               FIN_WANTED, LISTEN, MAY_SEND, NOT_CONNECTED, READINESS, RESET, SYN_SENT, SYNCHRONIZED,
+                               next_state)
 
 
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
@@ -83,51 +83,15 @@ SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
            "broadcast", "ttl", "tos")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
 
-# The stack-wide state (stack.py), under the names this module has always used for it.
+# The stack-wide state (stack.py) this module adds to.
 _closer = stack.tcp_closer
 _live = _closer.live  # endpoints holding a child, not closed by the user
-_closing = _closer.closing  # endpoints the reaper still finishes (rule 4)
+_closing = _closer.closing  # endpoints the closer still finishes (docs/architecture.md section 9)
 _reap_wanted = _closer.wanted  # closing endpoints with a completion since they were reaped
 _dirty = stack.dirty  # endpoints with completions not yet consumed
-_rx_deferred = stack.rx_deferred  # endpoints whose next Receive the next pump posts (rule 2)
+_rx_deferred = stack.rx_deferred  # endpoints whose next Receive the next pump posts (section 8.2)
 _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: the pump retries
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
-
-
-# --- the connection states: one table ---------------------------------------------------------
-# An endpoint is in exactly one state (``_state``); what happens to an established connection
-# later (the peer's FIN, a RST, our own close under way) is recorded beside it (``_eof``,
-# ``_dead``, ``_fin_wanted``, ``_close_op``) and read by the readiness predicates of CONNECTED.
-FRESH = "fresh"  # nothing configured for a peer yet
-BOUND = "bound"  # bind(): the child is configured passively on the local address (see bind)
-CONNECTING = "connecting"  # the SYN went out, or connect_later waits for the address
-CONNECTED = "connected"  # established (an accepted connection starts here)
-LISTENING = "listening"  # listen(): Accepts outstanding
-FAILED = "failed"  # the connect failed; its error is pending; a new connect may start over
-CLOSED = "closed"  # the child is destroyed (or never existed and the user closed)
-# Every transition the endpoint makes (_enter refuses any other).
-TRANSITIONS = {
-    FRESH: (BOUND, CONNECTING, CONNECTED, LISTENING, FAILED, CLOSED),  # CONNECTED: _adopt
-    BOUND: (CONNECTING, LISTENING, FAILED, CLOSED),
-    CONNECTING: (CONNECTED, FAILED, FRESH, BOUND, CLOSED),  # FRESH/BOUND: connect_later tries again
-    CONNECTED: (CLOSED,),
-    LISTENING: (CLOSED,),
-    FAILED: (FRESH, CONNECTING, FAILED, CLOSED),  # FRESH: a new connect after a failed one
-    CLOSED: (CLOSED,),
-}
-# Readiness per state (select/poll; can_recv, can_send, acceptable, hung_up below):
-#   state       can_recv (recv won't block)        can_send (send won't block)     acceptable
-#   FRESH       True: recv raises ENOTCONN         True: send raises EPIPE          False
-#   BOUND       True: recv raises ENOTCONN         True: send raises EPIPE          False
-#   CONNECTING  False                              False                            False
-#   CONNECTED   data, EOF, error, reset, or our    room in the send buffer, or an   False
-#               close under way (no more data)     error/reset/shutdown (it raises)
-#   LISTENING   an accepted connection or error    True (send raises EPIPE)         = can_recv
-#   FAILED      True: the error, then ENOTCONN     True: the error, then EPIPE      False
-#   CLOSED      True                               True                             False
-# and in every state: closed by the user -> readable and writable (EBADF); hung_up = reset.
-_CONNECT_FROM = (FRESH, BOUND)  # where connect and listen may start
-_NOT_CONNECTED = (FRESH, BOUND, LISTENING, FAILED)  # recv raises ENOTCONN
 
 
 def _clamp(value, bounds):
@@ -138,6 +102,80 @@ def _fail(err, detail):
     raise errors.socket_error(err, detail)
 
 
+class Receiver(object):
+    """The receiving direction's mechanism: the one Receive (docs/architecture.md section 8.2).
+
+    Its buffer, packet and token are made once (``prepare``) and reused by every Receive: only
+    one is ever outstanding, and EDK2 lets go of them when it completes the token (building them
+    afresh was a visible part of a request/response round trip). ``stack.pump``
+    reads ``streaming`` and calls ``TcpEndpoint.receive_now``."""
+
+    __slots__ = ("op", "buffer", "packet", "token", "fragment", "completion", "streaming", "later")
+
+    def __init__(self):
+        self.op = None  # the outstanding Receive's Operation, or None
+        self.buffer = self.packet = self.token = self.fragment = self.completion = None
+        self.streaming = False  # the last Receive brought a full segment: the pump Polls a batch first
+        self.later = False  # the last Receive brought data: the next one waits for the next pump
+
+    def prepare(self, fam):
+        """The token and packet, refilled for the next Receive: (token, completion, keep)."""
+        if self.buffer is None:
+            self.buffer = ctypes.create_string_buffer(RECEIVE_CHUNK)
+            self.packet = fam.TCP_RECEIVE_DATA()
+            self.packet.FragmentCount = 1
+            self.packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self.buffer)
+            self.token = fam.TCP_IO_TOKEN()
+            self.token.Packet.RxData = ctypes.pointer(self.packet)
+            # FragmentTable and CompletionToken build new ctypes objects on every read: keep
+            # them (they are views into packet's and token's memory, kept here too).
+            self.fragment = self.packet.FragmentTable[0]
+            self.completion = self.token.CompletionToken
+        # EDK2 quirk: Receive rewrites DataLength/FragmentLength (docs/edk2.md section 3.3 Receive): refill them.
+        self.packet.DataLength = RECEIVE_CHUNK
+        self.fragment.FragmentLength = RECEIVE_CHUNK
+        return self.token, self.completion, (self.packet, self.buffer)
+
+    def completed(self, op):
+        """The Receive ``op`` completed: the bytes it brought (EFI_SUCCESS), else None."""
+        self.op = None
+        if op.status != efi.EFI_SUCCESS:
+            self.streaming = self.later = False
+            return None
+        length = op.keep[0].DataLength  # docs/edk2.md section 3.3 Receive: EDK2 wrote how much it delivered
+        self.streaming = length >= STREAM_SEGMENT
+        self.later = True
+        return ctypes.string_at(op.keep[1], length)
+
+
+class Sender(object):
+    """The sending direction's mechanism (docs/architecture.md sections 8.1, 6.3): the queue not
+    yet in Transmits, the Transmits in flight and what completed ones leave for reuse.
+    ``stack.pump`` reads ``ops``, ``inflight``, ``queue`` and ``limit`` (a blocked sender)."""
+
+    __slots__ = ("queue", "ops", "inflight", "free", "limit", "refused_since")
+
+    def __init__(self, limit):
+        self.queue = ByteQueue()
+        self.ops = collections.deque()  # Transmit Operations in flight
+        self.inflight = 0  # bytes in them
+        self.free = []  # type: list   # (token, packet, fragment, completion) of completed Transmits
+        self.limit = limit  # SO_SNDBUF: queue + in flight
+        self.refused_since = None  # when Transmits started being refused (TcpEndpoint._transmit_refused)
+
+    def room(self):
+        # type: () -> int
+        """Bytes send() may still queue."""
+        return self.limit - self.inflight - self.queue.size
+
+    def completed(self, op, urgent):
+        """The Transmit ``op`` completed; a regular one's token goes back for reuse."""
+        self.ops.remove(op)
+        self.inflight -= op.keep[0].DataLength
+        if not urgent:
+            self.free.append((op.token, op.keep[0], op.keep[2], op.keep[3]))
+
+
 class TcpEndpoint(EfiChild, StreamEndpoint):
     """One TCP4 or TCP6 child; see the module docstring for the rules it keeps.
 
@@ -146,58 +184,42 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     # Slots, not a per-instance dict: select() reads a few fields of every endpoint on every
     # round, and with a thousand endpoints their dicts (3 KiB each on 2.7) outgrow the caches.
-    __slots__ = ("_state", "_options", "_configured",
-                 "_local", "_remote", "_done", "_rx", "_rx_buffer", "_rx_packet", "_rx_token",
-                 "_rx_fragment", "_rx_completion", "_tx_free", "_rx_op", "_eof", "_rd_shut", "_tx",
-                 "_tx_ops", "_tx_inflight", "_fin_wanted", "_close_op", "_connect_op",
-                 "_connect_deadline", "_close_deadline", "_error", "_dead", "_backlog", "_accept_ops",
-                 "_accepted", "_user_closed", "_settled", "_streaming", "_rx_later", "_tx_refused_since",
-                 "_awaiting")
+    __slots__ = ("_state", "_options", "_configured", "_local", "_remote", "_done", "_rx", "receiver", "sender",
+                 "_rd_shut", "_wr_shut", "_user_closed", "_close_op", "_connect_op", "_connect_deadline",
+                 "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting")
     _closer = stack.tcp_closer
-    _SEND_POLL_BATCHED = True  # stack.pump Polls a batch while the send buffer is full
 
     def __init__(self, fam=None):
         EfiChild.__init__(self, fam or family.INET)
-        self._state = FRESH  # see TRANSITIONS
+        self._state = CLOSED  # tcp_state.py; moved only by _event
         self._options = {"nodelay": False, "keepalive": False, "broadcast": False, "rcvbuf": DEFAULT_RCVBUF,
                          "sndbuf": DEFAULT_SNDBUF, "reuseaddr": False, "linger": None,
                          "ttl": TIME_TO_LIVE, "tos": 0}
         self._configured = None  # the (active, station, port, backlog, options) last configured
         self._local = None  # type: tuple
         self._remote = None  # type: tuple
-        self._done = []  # type: list   # Operations recorded by on_done (rule 1)
-        self._rx = ByteQueue(DEFAULT_RCVBUF)
-        self._rx_buffer = None  # the Receive buffer, packet and token, made once (_post_receive)
-        self._rx_packet = self._rx_token = self._rx_fragment = self._rx_completion = None
-        self._tx_free = []  # type: list   # what completed Transmits used, for reuse (_post_transmit)
-        self._rx_op = None
-        self._eof = False  # peer FIN seen
+        self._done = []  # type: list   # Operations recorded by on_done (docs/architecture.md section 13 rule 5)
+        self._rx = ByteQueue(DEFAULT_RCVBUF)  # received bytes not yet read
+        self.receiver = Receiver()
+        self.sender = Sender(DEFAULT_SNDBUF)
+        # Outside the machine (tcp_state.py): the user's SHUT_RD, SHUT_WR and close().
         self._rd_shut = False
-        self._tx = ByteQueue()
-        self._tx_ops = collections.deque()
-        self._tx_inflight = 0
-        self._fin_wanted = False  # shutdown(SHUT_WR) or close(): Close(graceful) once tx drained
-        self._close_op = None
+        self._wr_shut = False
+        self._user_closed = False
+        self._close_op = None  # the Close token, graceful or abort, once posted
         self._connect_op = None
         self._connect_deadline = None
         self._close_deadline = None
         self._error = 0  # pending errno: SO_ERROR, raised once by recv/send
-        self._dead = False  # connection unusable (RST, timeout, failed connect)
         self._backlog = 0
         self._accept_ops = []  # type: list
         self._accepted = collections.deque()  # type: collections.deque
-        self._user_closed = False
-        self._settled = False  # see _refresh()
-        self._streaming = False  # the last Receive brought a full segment: see stack._post_deferred
-        self._rx_later = False  # the last Receive brought data: the next one waits (rule 2)
-        self._tx_refused_since = None  # when Transmits started being refused (see _post_transmit)
-        self._awaiting = None  # (address, state before): a connect waiting for the address (connect_later)
+        self._settled = False  # nothing for _refill() to do since the last update() (see _refresh)
+        self._awaiting = None  # the address a connect waits for (connect_later)
 
-    def _enter(self, state):
-        """Move to ``state``: a transition TRANSITIONS lists, or a bug (AssertionError)."""
-        if state not in TRANSITIONS[self._state]:
-            raise AssertionError("TcpEndpoint: %s -> %s is not a transition" % (self._state, state))
-        self._state = state
+    def _event(self, event):
+        """Move the state machine (tcp_state.TRANSITIONS); a missing entry is a bug (AssertionError)."""
+        self._state = next_state(self._state, event)
 
     def __repr__(self):
         return "<TcpEndpoint %s local=%r remote=%r>" % (self._state, self._local, self._remote)
@@ -225,8 +247,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         ep = cls(fam)
         ep._options = dict(listener._options)
         ep._rx.limit = ep._options["rcvbuf"]
+        ep.sender.limit = ep._options["sndbuf"]
         ep._adopt_child(the_nic, handle)
-        ep._enter(CONNECTED)
+        ep._event("accepted")
         config = fam.TCP_CONFIG_DATA()  # zeroed: ControlOption NULL is not written (docs/edk2.md section 3.3)
         state = ctypes.c_int(0)
         if ep._call("GetModeData", ctypes.byref(state), ctypes.byref(config), None, None, None) == efi.EFI_SUCCESS:
@@ -235,7 +258,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             ep._remote = (fam.efi_text(ap.RemoteAddress), ap.RemotePort)
         else:
             ep._local = listener._local
-        ep._update()
+        ep.update()
         return ep
 
     def _tcp_state(self):
@@ -264,10 +287,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         o.EnablePathMtuDiscovery = False
         return o
 
-    def _configure(self, active, station, port, remote=None, backlog=0):
-        """Configure the child (Configure(NULL) first if it was configured otherwise)."""
+    def _configure(self, active, station, port, remote=None, backlog=0, deadline=None):
+        """Configure the child (Configure(NULL) first if it was configured otherwise); ``deadline``:
+        the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._ensure_child()
-        info = self._ip_info()
+        info = self._ip_info(deadline)
         wanted = (active, station, port, remote, backlog, tuple(sorted(self._options.items())))
         if self._configured == wanted:
             return info
@@ -286,10 +310,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         fam.tcp_access_point(config, station, info.netmask, random_port() if tries else port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
-        deadline = clock.monotonic() + NO_MAPPING_WAIT
+        until = clock.monotonic() + NO_MAPPING_WAIT
         retried = False
         while True:
-            status = self._configure_child(config, deadline)  # EFI_NO_MAPPING: retried there
+            status = self._configure_child(config, until, deadline)  # EFI_NO_MAPPING: retried there
             if status == efi.EFI_SUCCESS:
                 break
             if status == efi.EFI_INVALID_PARAMETER and tries:
@@ -298,13 +322,12 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 config.AccessPoint.StationPort = random_port() if tries else 0
                 continue
             if status == efi.EFI_INVALID_PARAMETER and port:
-                # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER, and a
-                # closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
+                # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER (errors.py:
+                # EADDRINUSE), and a closing or TIME_WAIT child keeps its port. SO_REUSEADDR: abort our own ones.
                 if self._options["reuseaddr"] and not retried and _abort_closing(station or fam.wildcard, port):
                     retried = True
                     continue
-                raise errors.socket_error(errno.EADDRINUSE, "port %d on %s (EFI_INVALID_PARAMETER in Configure)"
-                                          % (port, station or fam.wildcard))
+                errors.raise_for_status(status, "bind", "port %d on %s, Configure" % (port, station or fam.wildcard))
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
         self._add_routes(info, strict=True, remote=remote and remote[0])
@@ -321,29 +344,36 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return events.submit(token, completion, self._record, self, keep, kind)
 
     def _record(self, op):
-        # on_done: record only (rule 1).
+        # on_done: record only (docs/architecture.md section 13 rule 5).
         self._done.append(op)
         if self._user_closed:
             _reap_wanted.add(self)  # a closing endpoint moved: the closer's next reap_due() looks at it
         self._settled = False
         _dirty.add(self)
 
-    # --- consuming completions (rule 1) ----------------------------------------------------
-    def _update(self):
+    # --- consuming completions (stack.pump calls update() and receive_now()) -----------------
+    def update(self):
+        """Consume the recorded completions, then post what should be outstanding."""
         while True:
             self._consume()
             if not self._refill():
                 break
         self._settled = True
 
+    def receive_now(self):
+        """Post the Receive the last completion deferred (stack.pump, docs/architecture.md section 8.2)."""
+        receiver = self.receiver
+        receiver.streaming = receiver.later = False  # post now; its completion says what comes next
+        self.update()
+
     def _refresh(self):
         # For the readiness predicates: select() asks several of them of every socket on every
-        # round, so an idle socket must cost a few attribute reads, not a full _update(). Only
+        # round, so an idle socket must cost a few attribute reads, not a full update(). Only
         # a recorded completion (_record), a running connect timer, queued data (a Transmit
         # the firmware refused is retried, _post_transmit) or an option change (set_option)
-        # can make _refill() do something since the last _update().
-        if self._done or not self._settled or self._state == CONNECTING or self._tx.size:
-            self._update()
+        # can make _refill() do something since the last update().
+        if self._done or not self._settled or self._state == SYN_SENT or self.sender.queue.size:
+            self.update()
 
     def _consume(self):
         while self._done:
@@ -354,164 +384,151 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     def _set_error(self, err):
         if not self._error:
             self._error = err
-        self._dead = True
+
+    def _lost(self, err):
+        """The connection is lost with ``err`` (kept pending unless one already is)."""
+        self._set_error(err)
+        self._event("reset")
 
     def _done_rx(self, op):
-        self._rx_op = None
+        data = self.receiver.completed(op)
         status = op.status
-        self._streaming = False
-        self._rx_later = status == efi.EFI_SUCCESS
-        if status == efi.EFI_SUCCESS:
-            length = op.keep[0].DataLength  # docs/edk2.md section 3.3 Receive: EDK2 wrote how much it delivered
-            self._streaming = length >= STREAM_SEGMENT
+        if data is not None:
             if not self._rd_shut:
-                self._rx.append(ctypes.string_at(op.keep[1], length))
+                self._rx.append(data)
         elif status == efi.EFI_CONNECTION_FIN:  # docs/edk2.md section 3.6: pending Receive on peer FIN
-            self._eof = True
+            self._event("fin")
         elif status == efi.EFI_ABORTED:
-            self._dead = True
+            self._event("reset")
         else:
-            self._set_error(errors.errno_for(status, "recv"))
+            self._lost(errors.errno_for(status, "recv"))
 
     def _done_tx(self, op):
-        self._tx_ops.remove(op)
-        self._tx_free.append((op.token, op.keep[0], op.keep[2], op.keep[3]))
-        self._tx_inflight -= op.keep[0].DataLength
+        self.sender.completed(op, urgent=op.kind == "txu")
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
-            self._set_error(errors.errno_for(op.status, "send"))
+            self._lost(errors.errno_for(op.status, "send"))
 
     def _done_connect(self, op):
         self._connect_op = None
-        if self._state != CONNECTING:
+        if self._state != SYN_SENT:
             return
         if op.status == efi.EFI_SUCCESS:
-            self._enter(CONNECTED)
+            self._event("established")
+            if self._wr_shut:
+                self._event("close")  # shutdown(SHUT_WR) while connecting
         else:
             # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Connect): RST to our SYN is EFI_CONNECTION_RESET.
-            self._enter(FAILED)
+            self._event("refused")
             self._set_error(errors.errno_for(op.status, "connect"))
 
     def _done_accept(self, op):
         self._accept_ops.remove(op)
         if op.status == efi.EFI_SUCCESS and op.token.NewChildHandle:
             child = TcpEndpoint._adopt(self._nic, op.token.NewChildHandle, self)
-            if self._state == LISTENING:
+            if self._state == LISTEN:
                 self._accepted.append(child)
             else:
                 child.close(abort=True)
 
     def _done_close(self, op):
-        pass  # the reaper (or recv's EOF) looks at self._close_op.done
+        pass  # the closer (or recv's EOF) looks at self._close_op.done
 
     def _refill(self):
-        """Post what should be outstanding (rules 2, 3). True if something completed at once."""
-        if self._state != CONNECTED:
+        """Post what should be outstanding. True if something completed at once."""
+        if self._state not in SYNCHRONIZED:
             return self._refill_unconnected()
-        if self._dead or self._close_op is not None:
+        if self._close_op is not None:
             return False
-        while self._tx.size and len(self._tx_ops) < MAX_TRANSMITS and not self._dead:
-            if not self._post_transmit(self._tx.read(TRANSMIT_CHUNK)):
+        sender = self.sender
+        while sender.queue.size and len(sender.ops) < MAX_TRANSMITS:
+            if not self._post_transmit(sender.queue.read(TRANSMIT_CHUNK)):
                 break
         synchronous = False
-        if self._rx_op is None and not (self._eof or self._dead):
-            if self._fin_wanted or self._rd_shut:
-                synchronous = self._post_receive()  # drained even when full: a close is coming (rule 4)
+        state = self._state
+        if self.receiver.op is None and (state == ESTABLISHED or state == FIN_WAIT_1):
+            if state == FIN_WAIT_1 or self._rd_shut:
+                synchronous = self._post_receive()  # drained even when full: a close is coming (section 9)
             elif self._rx.size < self._rx.limit:  # not full() (a TCP buffer always has a limit)
-                if self._streaming or self._rx_later:
+                if self.receiver.streaming or self.receiver.later:
                     _rx_deferred.add(self)  # the next progress() (or a recv that would block) posts it
                 else:
                     synchronous = self._post_receive()
-        if self._fin_wanted and not synchronous and not self._tx.size and not self._tx_ops and not self._dead:
-            self._post_close(abort=False)
+        if self._state in FIN_WANTED and not synchronous and not sender.queue.size and not sender.ops:
+            if not self._post_close(abort=False):
+                self._event("reset")  # e.g. ACCESS_DENIED: the connection is already gone (docs/edk2.md section 3.5)
         return synchronous
 
     def _refill_unconnected(self):
         """_refill() for a listener (Accepts) and a connect under way (our own timer)."""
-        if self._state == CONNECTING and self._connect_deadline is not None \
+        if self._state == SYN_SENT and self._connect_deadline is not None \
                 and clock.monotonic() >= self._connect_deadline:
             self._awaiting = None
-            self._abort()  # EDK2's own timer is >= 60 s (docs/edk2.md section 3.9): ours wins
-            self._enter(FAILED)
+            self._post_abort()  # EDK2's own timer is >= 60 s (docs/edk2.md section 3.9): ours wins
+            self._event("timeout")
             self._error = errno.ETIMEDOUT
             return False
         if self._awaiting is not None:
             self._connect_awaited()
-            return False
-        if self._state == LISTENING:
+            return bool(self._done)  # the SYN went out and may have been answered at once
+        if self._state == LISTEN:
             while len(self._accept_ops) + len(self._accepted) < self._backlog:
                 if self._post_accept():
                     return True
         return False
 
     def _post_receive(self):
-        if self._rx_buffer is None:
-            # One buffer, packet and token per endpoint, reused by every Receive: only one is
-            # ever outstanding (rule 2), and EDK2 lets go of them when it completes the token.
-            # Building them afresh was a visible part of a request/response round trip.
-            self._rx_buffer = ctypes.create_string_buffer(RECEIVE_CHUNK)
-            self._rx_packet = self._fam.TCP_RECEIVE_DATA()
-            self._rx_packet.FragmentCount = 1
-            self._rx_packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self._rx_buffer)
-            self._rx_token = self._fam.TCP_IO_TOKEN()
-            self._rx_token.Packet.RxData = ctypes.pointer(self._rx_packet)
-            # FragmentTable and CompletionToken build new ctypes objects on every read: keep
-            # them (they are views into _rx_packet's and _rx_token's memory, kept here too).
-            self._rx_fragment = self._rx_packet.FragmentTable[0]
-            self._rx_completion = self._rx_token.CompletionToken
-        rxdata, token = self._rx_packet, self._rx_token
-        # EDK2 quirk: Receive rewrites DataLength/FragmentLength (docs/edk2.md section 3.3 Receive): refill them.
-        rxdata.DataLength = RECEIVE_CHUNK
-        self._rx_fragment.FragmentLength = RECEIVE_CHUNK
-        op = self._submit("rx", token, self._rx_completion, keep=(rxdata, self._rx_buffer))
+        token, completion, keep = self.receiver.prepare(self._fam)
+        op = self._submit("rx", token, completion, keep=keep)
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
             if status == efi.EFI_CONNECTION_FIN:
                 # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): after the peer's FIN with nothing
                 # buffered, Receive() *returns* EFI_CONNECTION_FIN (the token is not signalled).
-                self._eof = True
+                self._event("fin")
             else:
                 self._refused(status, "recv")
             return False
-        self._rx_op = op
+        self.receiver.op = op
         return events.check(op)
 
     def _refused(self, status, op_name):
         """A call answered an error: find out why (docs/edk2.md section 3.5) and record it."""
         if status == efi.EFI_ACCESS_DENIED and self._tcp_state() == efidefs.Tcp4StateClosed:
-            # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST with no token pending shows only as EFI_ACCESS_DENIED
-            # and state Closed.
-            self._set_error(errno.ECONNRESET)
-        else:
-            self._set_error(errors.errno_for(status, op_name))
+            op_name = "tcp-closed"  # EDK2 quirk (TcpDxe, docs/edk2.md section 3.5): a RST (errors.py: ECONNRESET)
+        self._lost(errors.errno_for(status, op_name))
 
-    def _post_transmit(self, data):
-        """One Transmit of ``data`` (bytes, at most TRANSMIT_CHUNK). False if EDK2 refused it."""
-        if self._tx_free:
+    def _post_transmit(self, data, urgent=False):
+        """One Transmit of ``data`` (bytes, at most TRANSMIT_CHUNK). False if EDK2 refused it.
+        ``urgent`` (send_urgent): EFI's Urgent flag, on a token of its own that is not reused and
+        whose refusal is not retried (the caller says "would block")."""
+        sender = self.sender
+        if sender.free and not urgent:
             # a completed Transmit's token, packet, fragment and completion: EDK2 let go of them
-            token, txdata, fragment, completion = self._tx_free.pop()
+            token, txdata, fragment, completion = sender.free.pop()
         else:
-            token, txdata, fragment, completion = self._transmit_token(urgent=False)
+            token, txdata, fragment, completion = self._transmit_token(urgent)
         txdata.DataLength = fragment.FragmentLength = len(data)
         # Zero-copy (docs/edk2.md section 3.3 Transmit): the bytes object is the fragment; kept in the registry.
         fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("tx", token, completion, keep=(txdata, data, fragment, completion))
-        self._tx_ops.append(op)
-        self._tx_inflight += len(data)
+        op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
+        sender.ops.append(op)
+        sender.inflight += len(data)
         status = self._call("Transmit", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            self._tx_ops.remove(op)
-            self._tx_free.append((token, txdata, fragment, completion))
-            self._tx_inflight -= len(data)
-            self._tx.unread(data)
+            sender.ops.remove(op)
+            sender.inflight -= len(data)
+            if not urgent:
+                sender.free.append((token, txdata, fragment, completion))
+                sender.queue.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:
                 self._refused(status, "send")
-            else:
+            elif not urgent:
                 self._transmit_refused()
             return False
-        if self._tx_refused_since is not None:
-            self._tx_refused_since = None
+        if sender.refused_since is not None and not urgent:
+            sender.refused_since = None
             _tx_retry.discard(self)
         events.check(op)
         return True
@@ -534,13 +551,14 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         (docs/architecture.md section 6.3: the data was accepted by send(), and the program may now wait on
         another socket for the answer); after TX_REFUSED_LIMIT seconds the connection fails
         with ENOBUFS, loudly, rather than hold the data for ever."""
+        sender = self.sender
         now = clock.monotonic()
-        if self._tx_refused_since is None:
-            self._tx_refused_since = now
-        elif now - self._tx_refused_since >= TX_REFUSED_LIMIT:
-            self._tx_refused_since = None
+        if sender.refused_since is None:
+            sender.refused_since = now
+        elif now - sender.refused_since >= TX_REFUSED_LIMIT:
+            sender.refused_since = None
             _tx_retry.discard(self)
-            self._tx.discard()
+            sender.queue.discard()
             self._set_error(errno.ENOBUFS)
             self._abort()
             return
@@ -559,44 +577,45 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return events.check(op)
 
     def _post_close(self, abort):
+        """Close(AbortOnClose=``abort``); False if the call was refused (the connection is gone)."""
         token = self._fam.TCP_CLOSE_TOKEN()
         token.AbortOnClose = abort
         op = self._submit("close", token, token.CompletionToken)
         status = self._call("Close", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            self._dead = True  # e.g. ACCESS_DENIED: the connection is already gone (docs/edk2.md section 3.5)
             return False
         self._close_op = op
         events.check(op)
         return True
 
-    def _abort(self):
+    def _post_abort(self):
         """Close(AbortOnClose=TRUE): RST, state Closed, completes synchronously (docs/edk2.md section 3.3)."""
-        if self._proto is None:
-            self._dead = True  # the child is already destroyed
-            return
-        if self._close_op is None or self._close_op.done:
+        if self._proto is not None and (self._close_op is None or self._close_op.done):
             self._close_op = None
             self._post_close(abort=True)
-        self._dead = True
+
+    def _abort(self):
+        """Reset the connection (RST) and say so to the state machine."""
+        self._post_abort()
+        self._event("reset")
 
     def _destroy(self):
         """DestroyChild and release every token the firmware has let go of (EfiChild)."""
         self._destroy_child()
         _rx_deferred.discard(self)
         _tx_retry.discard(self)
-        self._enter(CLOSED)
+        self._event("destroy")
 
     # --- the API -----------------------------------------------------------------------------
     def _check_open(self):
         if self._user_closed:
             _fail(errno.EBADF, "endpoint is closed")
 
-    def _address(self, address):
+    def _address(self, address, deadline=None):
         host, port = address[:2]
         fam = self._fam
-        info = self._ip_info()
+        info = self._ip_info(deadline)
         if fam.is_wildcard(host):
             # EDK2 quirk (docs/bits-efi.md section 4): a 0.0.0.0 TCP4 listener is not served; TCP6 takes ::
             # (docs/edk2.md section 3.1).
@@ -610,7 +629,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             _fail(errno.EINVAL, "port out of range: %d" % int(port))
         return host, int(port), info
 
-    def bind(self, address):
+    def bind(self, address, deadline=None):
         """Reserve the local address now (a passive Configure), so errors and the port are known.
 
         CPython reports EADDRINUSE and the real port at bind(); EDK2 binds ports only in
@@ -620,34 +639,47 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         active child on the same port.
         """
         self._check_open()
-        if self._state != FRESH:
+        if self._state != CLOSED:
             _fail(errno.EINVAL, "already bound")
-        host, port, info = self._address(address)
+        host, port, info = self._address(address, deadline)
         if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(False, None if host == self._fam.wildcard else host, port)
-        self._enter(BOUND)
+        self._configure(False, None if host == self._fam.wildcard else host, port, deadline=deadline)
+        self._event("bind")
 
-    def connect_start(self, address, timeout=None):
-        """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer."""
+    def connect_start(self, address, timeout=None, deadline=None):
+        """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer;
+        ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._check_open()
-        if self._state in (CONNECTING, CONNECTED):
-            _fail(errno.EALREADY if self._state == CONNECTING else errno.EISCONN, "connect")
+        if self._state == SYN_SENT:
+            _fail(errno.EALREADY, "connect")
+        if self._state in CONNECTED:
+            _fail(errno.EISCONN, "connect")
         if self._state == FAILED and self._handle is not None and not events.outstanding(self):
             # A new attempt after a failed one was reported, as Linux allows: the child forgets
             # the old peer (Configure(NULL)) and starts as a fresh one.
             self._call("Configure", None)
             self._configured = self._local = self._remote = None
-            self._dead = self._eof = False
             self._error = 0
-            self._enter(FRESH)
-        if self._state not in _CONNECT_FROM:
+            self._event("retry")
+        if self._state != CLOSED and self._state != BOUND:
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
-        host, port, info = self._address(address)
+        status = self._send_syn(address, timeout, deadline)
+        self._event("connect")
+        if status != efi.EFI_SUCCESS:
+            self._event("refused")
+            errors.raise_for_status(status, "connect")
+        self.update()
+
+    def _send_syn(self, address, timeout, deadline):
+        """Configure the child actively and call Connect: its status (on EFI_SUCCESS the token is
+        outstanding and our connect timer runs). Errors before the call raise."""
+        host, port, info = self._address(address, deadline)
         if port == 0:
             _fail(errno.ECONNREFUSED, "port 0")
         local_port = self._local[1] if self._local else 0
-        self._configure(True, info.address if self._fam.version == 4 else None, local_port, remote=(host, port))
+        self._configure(True, info.address if self._fam.version == 4 else None, local_port, remote=(host, port),
+                        deadline=deadline)
         self._remote = (host, port)
         self._rx.limit = self._options["rcvbuf"]
         token = self._fam.TCP_CONNECTION_TOKEN()
@@ -655,72 +687,67 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         status = self._call("Connect", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            self._enter(FAILED)
-            errors.raise_for_status(status, "connect")
-        self._enter(CONNECTING)
+            return status
         self._connect_op = op
         self._connect_deadline = clock.monotonic() + (CONNECT_TIMEOUT if timeout is None else timeout)
         events.check(op)
-        self._update()
+        return status
 
     def connect_later(self, address):
         """A non-blocking connect whose address bring-up (DHCP, EFI_NO_MAPPING, SLAAC) is still
-        under way (docs/architecture.md section 6.4): the endpoint reads as connecting at once, and every update
-        tries again without waiting, until the SYN goes out or the bring-up fails (its error
-        then is the connect's, as SO_ERROR)."""
+        under way (docs/architecture.md section 6.4): the endpoint reads as connecting (SynSent) at
+        once, and every update tries again without waiting, until the SYN goes out or the
+        bring-up fails (its error then is the connect's, as SO_ERROR)."""
         self._check_open()
-        self._awaiting = (address, self._state)
-        self._enter(CONNECTING)
+        self._awaiting = address
+        self._event("connect")
         self._connect_deadline = clock.monotonic() + CONNECT_TIMEOUT
 
     def _connect_awaited(self):
-        address, previous = self._awaiting
-        self._awaiting = None
-        self._enter(previous)
-        held = events.caller_deadline[0]
-        events.caller_deadline[0] = clock.monotonic()  # never wait inside an update
+        address, self._awaiting = self._awaiting, None
         try:
-            self.connect_start(address)
+            status = self._send_syn(address, None, clock.monotonic())  # never wait inside an update
         except (errors.error, efi.EFIException) as exc:
             if isinstance(exc, efi.EFIException):
                 exc = errors.from_efi_exception(exc, "connect")  # the one translation (errors.py)
             if isinstance(exc, errors.timeout) and not exc.errno:  # not ETIMEDOUT: our deadline
-                self._awaiting = (address, previous)  # still no address: stay connecting
-                self._enter(CONNECTING)
+                self._awaiting = address  # still no address: stay in SynSent
                 return
-            self._enter(FAILED)
+            self._event("refused")
             self._set_error(exc.errno or errno.EIO)
-        finally:
-            events.caller_deadline[0] = held
+            return
+        if status != efi.EFI_SUCCESS:
+            self._event("refused")
+            self._set_error(errors.errno_for(status, "connect"))
 
     def listen(self, backlog=EDK2_BACKLOG_RANGE[1]):
         """Start listening; up to ``backlog`` connections are accepted ahead (Accept tokens +
         children waiting in Python); EDK2's own SYN backlog is ``backlog`` clamped to 5..10."""
         self._check_open()
-        if self._state == LISTENING:
+        if self._state == LISTEN:
             self._backlog = max(1, backlog)
-            self._update()
+            self.update()
             return
-        if self._state not in _CONNECT_FROM:
+        if self._state != CLOSED and self._state != BOUND:
             _fail(errno.EINVAL, "cannot listen in state %s" % self._state)
         if self._local is None:
             host, port, info = self._address(("", 0))
         else:
             host, port = self._local
         self._configure(False, host, port, backlog=_clamp(max(backlog, 1), EDK2_BACKLOG_RANGE))
-        self._enter(LISTENING)
+        self._event("listen")
         self._backlog = max(1, backlog)
-        self._update()
+        self.update()
 
     def accept(self):
         """The next accepted connection as a TcpEndpoint, or None (would block)."""
         self._check_open()
-        if self._state != LISTENING:
+        if self._state != LISTEN:
             _fail(errno.EINVAL, "not listening")
-        self._update()
+        self.update()
         if self._accepted:
             child = self._accepted.popleft()
-            self._update()  # keep the backlog's worth of Accepts outstanding
+            self.update()  # keep the backlog's worth of Accepts outstanding
             return child
         if self._error:
             err, self._error = self._error, 0
@@ -762,11 +789,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return data
 
     def _room_again(self):
-        # Bytes were consumed: repost the Receive if the full buffer had held it back (rule 2).
+        # Bytes were consumed: repost the Receive if the full buffer had held it back (section 8.2).
         # With one outstanding, or one deferred (posted by the next progress()), nothing else
-        # can have changed since the _refresh() before, so no _update().
-        if self._rx_op is None and self not in _rx_deferred:
-            self._update()
+        # can have changed since the _refresh() before, so no update().
+        if self.receiver.op is None and self not in _rx_deferred:
+            self.update()
 
     def _nothing_buffered(self):
         """recv found no buffered bytes: 0 at EOF, None if it would block, the pending error
@@ -776,24 +803,26 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "recv")
-        if self._state in _NOT_CONNECTED:
+        state = self._state
+        if state in NOT_CONNECTED:
             _fail(errno.ENOTCONN, "recv")
-        if self._eof or self._dead:
+        if state in FIN_RECEIVED or state == RESET:
             return 0
-        if self._state == CONNECTING:
+        if state == SYN_SENT:
             return None
-        if self._close_op is not None and self._rx_op is None:
-            return 0  # no half-close in EDK2: after SHUT_WR nothing more can be read
-        if self._rx_later and not self._streaming and self._rx_op is None and self in _rx_deferred:
-            # Rule 2's exception ends when the buffer runs dry: post the Receive now (it may
-            # complete at once, with data EDK2 already holds) rather than in the next progress().
-            # _refresh() left nothing else for _update() to do, and what deferred this Receive
-            # still holds (the buffer is empty, no EOF, no error): post it directly.
+        receiver = self.receiver
+        if self._close_op is not None and receiver.op is None:
+            return 0  # no half-close (docs/edk2.md section 3.3 Close): after our FIN nothing more comes
+        if receiver.later and not receiver.streaming and receiver.op is None and self in _rx_deferred:
+            # The deferred Receive's exception (section 8.2) ends when the buffer runs dry: post it
+            # now (it may complete at once, with data EDK2 already holds) rather than in the next
+            # progress(). _refresh() left nothing else for update() to do, and what deferred this
+            # Receive still holds (the buffer is empty, no EOF, no error): post it directly.
             _rx_deferred.discard(self)
-            self._rx_later = False
+            receiver.later = False
             if self._post_receive():
-                self._update()  # it completed at once: consume it
-            if self._rx.size or self._eof or self._dead or self._error:
+                self.update()  # it completed at once: consume it
+            if self._rx.size or self._error or self._state in FIN_RECEIVED or self._state == RESET:
                 return True
         return None
 
@@ -801,32 +830,33 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
         self._check_open()
         self._refresh()
-        if self._state != CONNECTED or self._error or self._dead or self._fin_wanted:
+        if self._state not in MAY_SEND or self._error:
             return self._cannot_send()
         size = len(data)
         if not size:
             return 0
-        space = self._options["sndbuf"] - self._tx_inflight - self._tx.size
+        sender = self.sender
+        space = sender.room()
         if space <= 0:
             return None
-        if size <= space and size <= TRANSMIT_CHUNK and not self._tx.size and len(self._tx_ops) < MAX_TRANSMITS:
+        if size <= space and size <= TRANSMIT_CHUNK and not sender.queue.size and len(sender.ops) < MAX_TRANSMITS:
             # The common small send, straight into a Transmit: _refresh() above left nothing
-            # for _update() to do, and with the queue empty _refill() would post just this.
+            # for update() to do, and with the queue empty _refill() would post just this.
             # A bytes object is the fragment itself (zero-copy); anything else is copied once.
             self._post_transmit(data if isinstance(data, bytes) else memoryview(data).tobytes())
             return size
         view = memoryview(data)
         n = min(size, space)
         if n == size and isinstance(data, bytes) and n <= TRANSMIT_CHUNK:
-            self._tx.append(data)  # zero-copy: the bytes object itself becomes the fragment
+            sender.queue.append(data)  # zero-copy: the bytes object itself becomes the fragment
         elif n <= TRANSMIT_CHUNK:
-            self._tx.append(view[:n].tobytes())  # one copy: the caller may reuse its buffer
+            sender.queue.append(view[:n].tobytes())  # one copy: the caller may reuse its buffer
         else:
             # One copy (the caller may reuse its buffer), cut into TRANSMIT_CHUNK pieces now, so
             # that _post_transmit takes whole chunks from the queue without copying them again.
             for start in range(0, n, TRANSMIT_CHUNK):
-                self._tx.append(view[start:min(n, start + TRANSMIT_CHUNK)].tobytes())
-        self._update()
+                sender.queue.append(view[start:min(n, start + TRANSMIT_CHUNK)].tobytes())
+        self.update()
         return n
 
     def send_urgent(self, data):
@@ -835,66 +865,45 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         last byte is what a peer reads with MSG_OOB (as Linux's). How many bytes, or None."""
         self._check_open()
         self._refresh()
-        if self._state != CONNECTED or self._error or self._dead or self._fin_wanted:
+        if self._state not in MAY_SEND or self._error:
             return self._cannot_send()
         data = memoryview(data)[:TRANSMIT_CHUNK].tobytes()
         if not data:
             return 0
-        if self._tx.size or len(self._tx_ops) >= MAX_TRANSMITS or not self._post_urgent(data):
+        sender = self.sender
+        if sender.queue.size or len(sender.ops) >= MAX_TRANSMITS or not self._post_transmit(data, urgent=True):
             return None  # after the queued data, in order
         return len(data)
 
-    def _post_urgent(self, data):
-        """One Transmit with Urgent=TRUE; its token is not recycled (_post_transmit's are Urgent=FALSE)."""
-        token, txdata, fragment, completion = self._transmit_token(urgent=True)
-        txdata.DataLength = fragment.FragmentLength = len(data)
-        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("txu", token, completion, keep=(txdata, data, fragment, completion))
-        self._tx_ops.append(op)
-        self._tx_inflight += len(data)
-        status = self._call("Transmit", ctypes.byref(token))
-        if status != efi.EFI_SUCCESS:
-            events.unsubmit(op)
-            self._tx_ops.remove(op)
-            self._tx_inflight -= len(data)
-            if status != efi.EFI_OUT_OF_RESOURCES:
-                self._refused(status, "send")
-            return False
-        events.check(op)
-        return True
-
-    def _done_tx_urgent(self, op):
-        self._tx_ops.remove(op)
-        self._tx_inflight -= op.keep[0].DataLength
-        if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED):
-            self._set_error(errors.errno_for(op.status, "send"))
-
     def _cannot_send(self):
-        """send() on a connection that is not up: the pending error, EPIPE or ENOTCONN raised,
-        or None (would block) while it is still connecting."""
+        """send() on a connection that cannot take data: the pending error, EPIPE or ENOTCONN
+        raised, or None (would block) while it is still connecting."""
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "send")
-        if self._dead or self._fin_wanted:
+        state = self._state
+        if self._wr_shut or state in FIN_WANTED or state == RESET or state == FAILED:
             _fail(errno.EPIPE, "send after shutdown or reset")
-        if self._state == CONNECTING:
+        if state == SYN_SENT:
             return None
         _fail(errno.EPIPE, "send on a socket that is not connected")  # Linux sk_stream_wait_connect
 
     def shutdown(self, how):
         self._check_open()
-        if self._state not in (CONNECTED, CONNECTING):
+        if self._state not in CONNECTED and self._state != SYN_SENT:
             _fail(errno.ENOTCONN, "shutdown")
         if how in (SHUT_RD, SHUT_RDWR):
             self._rd_shut = True
             self._rx.discard()
         if how in (SHUT_WR, SHUT_RDWR):
             # EDK2 quirk: no half-close (docs/edk2.md section 3.3 Close): SHUT_WR starts the full close.
-            self._fin_wanted = True
-        self._update()
+            self._wr_shut = True
+            if self._state != SYN_SENT:
+                self._event("close")
+        self.update()
 
     def close(self, abort=False):
-        """Close now; a graceful close finishes in the background (rule 4). Never blocks."""
+        """Close now; a graceful close finishes in the background (section 9). Never blocks."""
         if self._user_closed:
             return
         self._user_closed = True
@@ -903,21 +912,21 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if linger is not None and linger[0] and not linger[1]:
             abort = True  # SO_LINGER (on, 0): RST, as BSD does
         if self._handle is None:
-            self._enter(CLOSED)
+            self._event("destroy")
             return
-        self._update()
-        if self._state in (LISTENING, BOUND):
+        self.update()
+        if self._state == LISTEN or self._state == BOUND:
             # docs/edk2.md section 3.3 Close: Close() on a listener leaves its un-accepted children alive;
             # Configure(NULL) destroys them and flushes the Accept tokens.
             self._call("Configure", None)
-            self._enter(CLOSED)
+            self._event("destroy")
             for op in list(self._accept_ops):
                 events.check(op)
             self._consume()
             while self._accepted:
                 self._accepted.popleft().close(abort=True)  # as Linux resets un-accepted children
             self._destroy()
-        elif self._state != CONNECTED or self._dead:
+        elif self._state not in SYNCHRONIZED:
             self._destroy()  # fresh, connecting, failed or reset: nothing to say to the peer
         elif abort:
             self._abort()
@@ -927,17 +936,17 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             # will read, so drop the data but keep draining EDK2 until the FIN.
             self._rd_shut = True
             self._rx.discard()
-            self._fin_wanted = True
+            self._event("close")
             self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT
-            self._update()
+            self.update()
             _closer.start(self)  # it may finish at once (e.g. the peer had closed already)
 
-    def _reap_step(self):
-        """The closer's step (rule 4): advance this closing endpoint; True once it is gone."""
-        self._update()
+    def reap_step(self):
+        """The closer's step (section 9): advance this closing endpoint; True once it is gone."""
+        self.update()
         if self._handle is None:
             return True
-        if self._close_op is not None and self._close_op.done or self._dead:
+        if self._close_op is not None and self._close_op.done or self._state == RESET:
             self._destroy()
             return True
         if clock.monotonic() >= self._close_deadline:
@@ -946,7 +955,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             return True
         return False
 
-    def _close_now(self):
+    def close_now(self):
         """close_all gave up waiting: abort; True if there was still something to abort."""
         if self._handle is None:
             return False  # already destroyed: nothing to abort
@@ -954,49 +963,46 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self._destroy()
         return True
 
-    # --- readiness, addresses, options (progress() is stack.pump) ------------------------
-    # The readiness table above TRANSITIONS, state by state.
+    # --- readiness (tcp_state.READINESS), addresses, options (progress() is stack.pump) --------
     def can_recv(self):
         # data, EOF or an error is there: recv_into will not return None
         if self._user_closed:
             return True
         self._refresh()
-        state = self._state
-        if state == CONNECTED:
-            return self._rx.size > 0 or self._rd_shut or bool(self._error) or self._eof or self._dead or \
-                (self._close_op is not None and self._rx_op is None)
-        if state == LISTENING:
-            return bool(self._accepted) or bool(self._error)
-        return state != CONNECTING  # FRESH, BOUND, FAILED, CLOSED: recv answers at once
+        ready = READINESS[self._state][0]
+        if ready is not None:
+            return ready
+        if self._rx.size or self._rd_shut or self._error or self._accepted:
+            return True
+        return self._close_op is not None and self.receiver.op is None  # FinWait1: nothing more comes
 
     def can_send(self):
         # send() will not return None: space in the send buffer, or it would raise
         if self._user_closed:
             return True
         self._refresh()
-        state = self._state
-        if state == CONNECTED:
-            if self._error or self._dead or self._fin_wanted:
-                return True  # send raises
-            return self._tx_inflight + self._tx.size < self._options["sndbuf"]
-        return state != CONNECTING  # every other state: send raises at once
+        ready = READINESS[self._state][1]
+        if ready is not None:
+            return ready
+        sender = self.sender  # room() inline: select() asks this of every socket on every round
+        return bool(self._error) or sender.inflight + sender.queue.size < sender.limit
 
     def acceptable(self):
-        return self._state == LISTENING and self.can_recv()
+        return self._state == LISTEN and self.can_recv()
 
-    connecting = property(lambda self: self._refresh() or self._state == CONNECTING)
-    connected = property(lambda self: self._refresh() or self._state == CONNECTED)
-    listening = property(lambda self: self._state == LISTENING)
-    never_connected = property(lambda self: self._state in (FRESH, BOUND))
+    connecting = property(lambda self: self._refresh() or self._state == SYN_SENT)
+    connected = property(lambda self: self._refresh() or self._state in CONNECTED)
+    listening = property(lambda self: self._state == LISTEN)
+    never_connected = property(lambda self: self._state == CLOSED or self._state == BOUND)
     failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
     local_address = property(lambda self: self._local)
-    remote_address = property(lambda self: self._remote if self._state == CONNECTED else None)
+    remote_address = property(lambda self: self._remote if self._state in CONNECTED else None)
 
     def take_error(self):
         # type: () -> int
         """SO_ERROR: the pending errno (0 if none), cleared by reading it."""
-        self._update()
+        self.update()
         err, self._error = self._error, 0
         return err
 
@@ -1006,10 +1012,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return bool(self._error)
 
     def hung_up(self):
-        """The connection is gone (RST, timeout, abort) though recv/send have not said so yet
-        (poll's POLLHUP, as Linux reports a reset connection)."""
+        """The connection is gone (RST, timeout, abort, a failed connect) though recv/send have
+        not said so yet (poll's POLLHUP, as Linux reports a reset connection)."""
         self._refresh()
-        return self._dead
+        return READINESS[self._state][2]
 
     def set_option(self, name, value):
         """Options reach EDK2 only at Configure (docs/edk2.md section 3.9): set them before bind/connect/listen.
@@ -1021,6 +1027,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             value = max(1, int(value))
             if name == "rcvbuf":
                 self._rx.limit = value
+            else:
+                self.sender.limit = value
         elif name == "linger":
             value = None if value is None else (bool(value[0]), int(value[1]))
         elif name in ("ttl", "tos"):
@@ -1037,10 +1045,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 # on every completion.
 _CONSUMERS = {"rx": TcpEndpoint._done_rx, "tx": TcpEndpoint._done_tx, "connect": TcpEndpoint._done_connect,
               "accept": TcpEndpoint._done_accept, "close": TcpEndpoint._done_close,
-              "txu": TcpEndpoint._done_tx_urgent}
+              "txu": TcpEndpoint._done_tx}
 
 
-# --- the background closer (rule 4): closer.Closer, with TcpEndpoint._reap_step ----------------
+# --- the background closer (docs/architecture.md section 9): closer.Closer, with reap_step ----------
 reap = _closer.reap  # finish whatever background closes can be finished now
 
 
@@ -1056,22 +1064,12 @@ def _abort_closing(station, port):
     return bool(found)
 
 
-def _poll_any():
-    for ep in list(_closing) + list(_live):
-        if ep._proto is not None:
-            ep.progress()
-            return
-    events.process()
-    if _closing:
-        reap()  # e.g. only endpoints that are already destroyed are left to drop from the list
-
-
 def close_all(timeout=5.0):
     """Close every endpoint, wait up to ``timeout`` for graceful closes, abort the rest.
 
     For tests and interpreter exit. Returns how many had to be aborted.
     """
-    return _closer.close_all(timeout, _poll_any)
+    return _closer.close_all(timeout, stack.pump)
 
 
 def live_endpoints():

@@ -23,6 +23,7 @@ import struct
 import efi
 
 from bitsnet import efidefs_tls as T
+from bitsnet.errors import status_name  # the one status -> name table
 
 HEADER = T.TLS_RECORD_HEADER_LENGTH
 PLAIN_MAX = T.TLS_PLAINTEXT_RECORD_MAX_PAYLOAD_LENGTH
@@ -70,13 +71,6 @@ class WouldBlock(Exception):
     def __init__(self, writing=False):
         Exception.__init__(self, "would block")
         self.writing = writing
-
-
-def status_name(status):
-    for name in dir(efi):
-        if name.startswith("EFI_") and getattr(efi, name) == status and name not in ("EFI_SUCCESS",):
-            return name
-    return "EFI status 0x{:x}".format(status)
 
 
 def service_handle():

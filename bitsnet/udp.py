@@ -10,10 +10,12 @@ and the background closer is ``closer.Closer`` (``stack.udp_closer``), as for TC
 Like ``tcp.TcpEndpoint``, every method returns at once; a caller that must wait uses
 ``events.wait_until(ep.can_recv, deadline, poll=ep.progress)``.
 
-Rule 1 -- Callbacks record, readers decide (docs/architecture.md section 13 rule 5): a token's ``on_done`` appends the
-Operation to ``_done``; ``_update()`` (run by every public method and predicate) consumes it.
+It keeps docs/architecture.md's rules (section 13), in UDP's way:
 
-Rule 2 -- One Receive is always outstanding while the child is configured. Each completed
+Callbacks record, readers decide (section 13 rule 5): a token's ``on_done`` appends the
+Operation to ``_done``; ``update()`` (run by every public method and predicate) consumes it.
+
+Receiving (section 8.2, for datagrams): one Receive is always outstanding while the child is configured. Each completed
 Receive hands us a driver-owned EFI_UDP4_RECEIVE_DATA: the payload is copied into the Python
 queue and the buffer is given back at once with SignalEvent(RxData->RecycleSignal) (docs/edk2.md sections 4.2,
 8.1 #13) -- an unrecycled datagram leaks and makes Configure(NULL) ASSERT in EDK2. The Python
@@ -22,9 +24,9 @@ is dropped and counted in ``dropped``, as a kernel drops on a full socket buffer
 arrive while nobody polls wait in EDK2's per-instance queue, which is bounded in time by
 ``ReceiveTimeout`` (``FIRMWARE_HOLD_US``).
 
-Rule 3 -- Transmits are zero-copy (docs/edk2.md section 4.2): the bytes, the TRANSMIT_DATA, the session data
-and the token stay in the registry until the token completes; at most ``MAX_TRANSMITS`` are in
-flight (``can_send``).
+Sending (section 8.1, for datagrams): Transmits are zero-copy (docs/edk2.md section 4.2): the
+bytes, the TRANSMIT_DATA, the session data and the token stay in the registry until the token
+completes; at most ``MAX_TRANSMITS`` are in flight (``can_send``).
 
 Differences from CPython on Linux, all forced by EFI_UDP4 (docs/edk2.md section 4.2):
 * A zero-length datagram cannot be sent (EDK2 rejects FragmentLength 0): ``sendto(b"")`` raises
@@ -60,7 +62,7 @@ TIME_TO_LIVE = 64
 ICMP_POLL_INTERVAL = 0.001  # seconds: how often a connected send() lets an ICMP error arrive first
 OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos")
 
-# The stack-wide state (stack.py), under the names this module has always used for it.
+# The stack-wide state (stack.py) this module adds to.
 _closer = stack.udp_closer
 _live = _closer.live  # endpoints holding a child, not closed by the user
 _closing = _closer.closing  # closed endpoints whose Transmits are still in flight
@@ -108,11 +110,12 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def _binding(self):
         return self._fam.udp_sb, self._fam.UDP_PROTOCOL
 
-    def _configure(self, host, port, remote=None):
-        """Configure(NULL) if configured, then Configure for (host, port) and ``remote``."""
+    def _configure(self, host, port, remote=None, deadline=None):
+        """Configure(NULL) if configured, then Configure for (host, port) and ``remote``;
+        ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._ensure_child()
         fam = self._fam
-        info = self._info = self._ip_info()
+        info = self._info = self._ip_info(deadline)
         if self._configured:
             self._unconfigure()
         wildcard = fam.is_wildcard(host)
@@ -125,17 +128,15 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
                                 FIRMWARE_HOLD_US,
                                 # SO_REUSEADDR: AllowDuplicatePort (docs/edk2.md section 4.2)
                                 bool(self._options["reuseaddr"]), self._options["tos"])
-        deadline = clock.monotonic() + NO_MAPPING_WAIT
-        status = self._configure_child(config, deadline)  # NO_MAPPING retried
+        until = clock.monotonic() + NO_MAPPING_WAIT
+        status = self._configure_child(config, until, deadline)  # NO_MAPPING retried
         while status == efi.EFI_ACCESS_DENIED and tries:
             # A random port that clashes (docs/edk2.md section 4.2): another, then EDK2's own choice.
             tries -= 1
             config.StationPort = random_port() if tries else 0
-            status = self._configure_child(config, deadline)
-        if status == efi.EFI_ACCESS_DENIED:
-            # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED.
-            _fail(errno.EADDRINUSE, "UDP port %d on %s (EFI_ACCESS_DENIED in Configure)" % (port, station or host))
-        errors.raise_for_status(status, "udp-bind")
+            status = self._configure_child(config, until, deadline)
+        # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a port clash is EFI_ACCESS_DENIED (errors.py: EADDRINUSE).
+        errors.raise_for_status(status, "udp-bind", "UDP port %d on %s, Configure" % (port, station or host))
         self._configured = True
         self._pollable(True)
         self._add_routes(info, strict=False)  # best effort: a refusal leaves the default routes
@@ -144,7 +145,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             port = mode.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 4.2)
         self._station = station
         self._local = (fam.wildcard if wildcard else host, port)
-        self._update()
+        self.update()
 
     def _unconfigure(self):
         """Configure(NULL). EDK2 quirk: it does not abort the posted Receive token (its Cancel
@@ -175,12 +176,12 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         return events.submit(token, token, self._record, self, keep, kind)
 
     def _record(self, op):
-        # on_done: record only (rule 1).
+        # on_done: record only (docs/architecture.md section 13 rule 5).
         self._done.append(op)
         _dirty.add(self)
 
-    # --- consuming completions (rule 1) ----------------------------------------------------
-    def _update(self):
+    # --- consuming completions (section 13 rule 5) -----------------------------------------------
+    def update(self):
         self._consume()
         while self._configured and self._rx_op is None and not self._user_closed:
             if not self._post_receive():
@@ -214,7 +215,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             # docs/edk2.md sections 4.2 / 8.1 #13: the buffer is the driver's; copy, then give it back at once.
             events.boot_services().SignalEvent(recycle)
             if not self._user_closed:
-                self._rx.put(data, source)  # full: dropped and counted (rule 2)
+                self._rx.put(data, source)  # full: dropped and counted (see "Receiving" above)
         elif status == efi.EFI_ABORTED or status == efi.EFI_SUCCESS:
             pass  # Configure(NULL)/Cancel, or a completion without data
         elif self._remote is not None:
@@ -227,7 +228,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             self._tx_ops.remove(op)
         if op.status not in (efi.EFI_SUCCESS, efi.EFI_ABORTED) and self._remote is not None:
             # e.g. EFI_NO_MAPPING: ARP for the next hop failed (docs/edk2.md section 4.2)
-            self._error = errno.EHOSTUNREACH if op.status == efi.EFI_NO_MAPPING else errors.errno_for(op.status)
+            self._error = errors.errno_for(op.status, "udp-send")
 
     def _post_receive(self):
         token = self._fam.UDP_COMPLETION_TOKEN()
@@ -257,28 +258,28 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             _fail(errno.EINVAL, "port out of range: %d" % int(port))
         return host, int(port)
 
-    def _is_broadcast(self, host):
+    def _is_broadcast(self, host, deadline=None):
         if self._fam.version != 4:
             return False  # IPv6 has no broadcast (multicast is not offered here)
         if host == "255.255.255.255":
             return True
-        info = self._info or ipconfig.ensure_configured()
+        info = self._info or ipconfig.ensure_configured(deadline=deadline)
         mask = inet.ipv4_int(info.netmask)
         return mask != 0xFFFFFFFF and inet.ipv4_int(host) == (inet.ipv4_int(info.address) | (~mask & 0xFFFFFFFF))
 
-    def bind(self, address):
+    def bind(self, address, deadline=None):
         """Bind to (host, port); port 0 picks an ephemeral port (see ``local_address``)."""
         self._check_open()
         if self._configured:
             _fail(errno.EINVAL, "already bound")
         host, port = self._address(address)
         if host != self._fam.wildcard:
-            info = self._ip_info()
+            info = self._ip_info(deadline)
             if host != info.address and host not in getattr(info, "addresses", ()):
                 _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(host, port, self._remote)
+        self._configure(host, port, self._remote, deadline)
 
-    def connect(self, address):
+    def connect(self, address, deadline=None):
         """Set the default peer: only its datagrams are received; send() goes there."""
         self._check_open()
         host, port = self._address(address)
@@ -287,12 +288,12 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if host == "255.255.255.255":
             # EDK2 quirk (Udp4Dxe, docs/edk2.md section 4.2): a configured RemoteAddress of 255.255.255.255 is rejected
             _fail(errno.EINVAL, "EFI_UDP4 cannot connect to the limited broadcast address; use sendto")
-        if self._is_broadcast(host) and not self._options["broadcast"]:
+        if self._is_broadcast(host, deadline) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast without SO_BROADCAST")
         bound = self._local if self._local is not None else (self._fam.wildcard, 0)
         self._remote = (host, port)
         try:
-            self._configure(bound[0], bound[1], self._remote)
+            self._configure(bound[0], bound[1], self._remote, deadline)
         except errors.error:
             self._remote = None
             raise
@@ -306,7 +307,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if self._local is not None:
             self._configure(self._local[0], self._local[1])
 
-    def sendto(self, data, address=None):
+    def sendto(self, data, address=None, deadline=None):
         """Queue one datagram to ``address`` (None: the connected peer). Returns len(data), or
         None when MAX_TRANSMITS are in flight (would block)."""
         self._check_open()
@@ -320,7 +321,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             if now - self._icmp_polled >= ICMP_POLL_INTERVAL:
                 self._icmp_polled = now
                 self.progress()
-        self._update()
+        self.update()
         if self._error:
             err, self._error = self._error, 0
             _fail(err, "sendto")
@@ -340,7 +341,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         if len(data) > MAX_DATAGRAM:
             _fail(errno.EMSGSIZE, "%d bytes > %d" % (len(data), MAX_DATAGRAM))
         if not self._configured:
-            self._configure(self._fam.wildcard, 0)  # implicit bind to an ephemeral port, as the kernel does
+            # implicit bind to an ephemeral port, as the kernel does
+            self._configure(self._fam.wildcard, 0, deadline=deadline)
         if address is not None and self._is_broadcast(host) and not self._options["broadcast"]:
             _fail(errno.EACCES, "broadcast to %s without SO_BROADCAST" % host)  # connect() checked its own
         if len(self._tx_ops) >= MAX_TRANSMITS:
@@ -357,7 +359,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         txdata.DataLength = len(data)
         txdata.FragmentCount = 1
         txdata.FragmentTable[0].FragmentLength = len(data)
-        # Zero-copy (docs/edk2.md section 4.2): the bytes object is the fragment; kept in the registry (rule 3).
+        # Zero-copy (docs/edk2.md section 4.2): the bytes object is the fragment, kept in the registry
+        # (docs/architecture.md section 3).
         txdata.FragmentTable[0].FragmentBuffer = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
         token = self._fam.UDP_COMPLETION_TOKEN()
         token.Packet.TxData = ctypes.pointer(txdata)
@@ -370,7 +373,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             errors.raise_for_status(status, "sendto")  # NOT_FOUND: no route -> ENETUNREACH
         self._tx_ops.append(op)
         events.check(op)
-        self._update()
+        self.update()
         return len(data)
 
     def send(self, data):
@@ -378,7 +381,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
 
     def _take(self, peek):
         self._check_open()
-        self._update()
+        self.update()
         if self._rx:
             return self._rx.peek() if peek else self._rx.get()
         if self._error:
@@ -417,7 +420,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         _live.discard(self)
         if self._handle is None:
             return
-        self._update()
+        self.update()
         self._rx = DatagramQueue(0)
         if self._tx_ops:
             self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT
@@ -430,7 +433,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             self._unconfigure()
         self._destroy_child()
 
-    def _reap_step(self):
+    def reap_step(self):
         """The closer's step: destroy this closed endpoint once its Transmits completed (or
         waited long enough); True once it is gone."""
         self._consume()
@@ -439,7 +442,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             return True
         return False
 
-    def _close_now(self):
+    def close_now(self):
         """close_all gave up waiting for the Transmits: destroy now (no RST in UDP)."""
         self._destroy()
         return False
@@ -450,7 +453,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         # a datagram or an error is there: recvfrom will not return None
         if self._user_closed:
             return True
-        self._update()
+        self.update()
         return bool(self._rx) or bool(self._error)
 
     def acceptable(self):
@@ -460,7 +463,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         # sendto will not return None
         if self._user_closed:
             return True
-        self._update()
+        self.update()
         return len(self._tx_ops) < MAX_TRANSMITS or bool(self._error)
 
     closed = property(lambda self: self._user_closed)
@@ -472,13 +475,13 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     def pending(self):
         # type: () -> int
         """Datagrams queued in Python (FIONREAD-like count of datagrams, not bytes)."""
-        self._update()
+        self.update()
         return len(self._rx)
 
     def take_error(self):
         # type: () -> int
         """SO_ERROR: the pending errno (0 if none), cleared by reading it."""
-        self._update()
+        self.update()
         err, self._error = self._error, 0
         return err
 
@@ -486,7 +489,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         """An errno is pending (poll's POLLERR); unlike take_error() this leaves it pending."""
         if self._user_closed:
             return False
-        self._update()
+        self.update()
         return bool(self._error)
 
     def hung_up(self):
@@ -530,13 +533,7 @@ reap = _closer.reap  # destroy closed endpoints whose Transmits have completed (
 
 def close_all(timeout=2.0):
     """Close every endpoint; wait up to ``timeout`` for in-flight Transmits. For tests/exit."""
-    def poll():
-        for ep in list(_closing):
-            if ep._proto is not None:
-                ep._call("Poll")
-        events.process()
-        reap()
-    _closer.close_all(timeout, poll)
+    _closer.close_all(timeout, stack.pump)
 
 
 def live_endpoints():

@@ -269,7 +269,7 @@ def settle_closes(tcp, timeout):
 
     EDK2 completes a graceful Close token only when the TCB reaches Closed, TimeWaitTimeout
     (2 s at least, docs/edk2.md section 3.9) after both FINs; a test gains nothing from waiting that out."""
-    from bitsnet import efidefs, events
+    from bitsnet import efidefs, events, stack
     finished = (efidefs.Tcp4StateTimeWait, efidefs.Tcp4StateClosed)
 
     def state(ep):
@@ -281,7 +281,7 @@ def settle_closes(tcp, timeout):
     def settled():
         return all(ep._handle is None or ep._proto is None or state(ep) in finished for ep in tcp._closing)
 
-    events.wait_until(settled, events.clock() + timeout, poll=tcp._poll_any)
+    events.wait_until(settled, events.clock() + timeout, poll=stack.pump)
     for ep in list(tcp._closing):
         if ep._handle is not None and ep._proto is not None and state(ep) == efidefs.Tcp4StateTimeWait:
             ep._abort()

@@ -22,7 +22,7 @@ import pytest
 
 import conftest
 
-from bitsnet import events, ipconfig, nic, tcp, udp
+from bitsnet import events, ipconfig, nic, stack, tcp, udp
 
 MODES = ["trampoline", "check-event", "efi-hook"]
 PROFILES = [pytest.param("edk2", marks=pytest.mark.machine(firmware="edk2")),
@@ -76,7 +76,7 @@ def wait(predicate, ep=None, timeout=DEADLINE):
 
 
 def _progress_any():
-    tcp._poll_any()
+    stack.pump()
 
 
 def connect(address, timeout=DEADLINE, **options):

@@ -29,7 +29,7 @@ import pytest
 
 import peers
 from bitsnet import _socket as bs
-from bitsnet import events, tcp
+from bitsnet import events, stack
 from bitsnet import select as bs_select
 from efisim import faults
 
@@ -205,7 +205,7 @@ def test_tcp_streams_both_ways_arrive_intact(net, plan):
         # close() returns at once; the FINs go out as bitsnet drives the firmware (README), so
         # drive it while the peers finish.
         events.wait_until(lambda: len(peer.results) == STREAMS, events.clock() + max(1.0, deadline - time.time()),
-                          poll=tcp._poll_any)
+                          poll=stack.pump)
         for index in range(STREAMS):
             received, bad = peer.results.get(index, (None, "peer never finished"))
             assert bad is None, "stream %d towards the peer: first wrong byte at %r" % (index, bad)

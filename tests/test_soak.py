@@ -221,8 +221,8 @@ def test_soak_connections_churn_through_one_select_loop_under_mixed(net):
             conn.sock.close()
         echo.__exit__(None, None, None)
     # Drive the background closes to their end before the invariants are checked.
-    from bitsnet import tcp
-    events.wait_until(lambda: not tcp._live, events.clock() + 10.0, poll=tcp._poll_any)
+    from bitsnet import stack, tcp
+    events.wait_until(lambda: not tcp._live, events.clock() + 10.0, poll=stack.pump)
     elapsed = time.time() - start
     assert not host_clients.errors, host_clients.errors
     assert figures["finished"] == figures["started"], figures

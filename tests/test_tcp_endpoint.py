@@ -474,7 +474,7 @@ def test_reset_while_no_receive_is_outstanding_is_econnreset(net):
     ep, conn, listener = established_pair(rcvbuf=16 * 1024)
     data = pattern(64 * 1024, seed=9)
     conn.sendall(data)
-    assert wait(lambda: len(ep._rx) >= 16 * 1024 and ep._rx_op is None, ep)
+    assert wait(lambda: len(ep._rx) >= 16 * 1024 and ep.receiver.op is None, ep)
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     conn.close()
     got = bytearray()

@@ -712,8 +712,8 @@ def bits_connections(sm, peer, count):
 
 
 def settle_bitsnet(tcp):
-    from bitsnet import events
-    events.wait_until(lambda: not tcp._closing, _clock() + WAIT, poll=tcp._poll_any)
+    from bitsnet import events, stack
+    events.wait_until(lambda: not tcp._closing, _clock() + WAIT, poll=stack.pump)
 
 
 def bits_udp(sm, peer, count):

@@ -373,8 +373,8 @@ def api_conns(socket, opts):
     # own close(), bench.c alike); waiting for them would time the last one's TIME_WAIT (2 s).
     rate = opts["conns"] / elapsed(start)
     try:
-        from bitsnet import events, tcp
-        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=tcp._poll_any)
+        from bitsnet import events, stack, tcp
+        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=stack.pump)
     except ImportError:
         pass
     return rate
@@ -419,8 +419,8 @@ def api_http_conns(opts):
 
 def _settle():
     try:
-        from bitsnet import events, tcp
-        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=tcp._poll_any)
+        from bitsnet import events, stack, tcp
+        events.wait_until(lambda: not tcp._closing, time.time() + 30, poll=stack.pump)
     except ImportError:
         pass
 
@@ -496,7 +496,7 @@ def section_profile(opts):
         proto = self._proto
         for name in ("Poll", "Receive", "Transmit"):
             self._calls[name] = (proto, counting(name, getattr(proto, name)), ctypes.byref(proto))
-        self._poll = (counting("Poll", proto.Poll), ctypes.byref(proto))  # stack.pump Polls through it
+        self.poll_target = (counting("Poll", proto.Poll), ctypes.byref(proto))  # stack.pump Polls through it
         return result
 
     tcp.TcpEndpoint._ensure_child = instrumented
@@ -616,8 +616,8 @@ class _Tracer(object):
 
         def pollable(ep, on):
             original_pollable(ep, on)
-            if ep._poll is not None:
-                ep._poll = (tracer.wrap("Poll", ep._poll[0]), ep._poll[1])
+            if ep.poll_target is not None:
+                ep.poll_target = (tracer.wrap("Poll", ep.poll_target[0]), ep.poll_target[1])
         self.patch(child.EfiChild, "_set_proto", set_proto)
         self.patch(child.EfiChild, "_pollable", pollable)
         for name in ("create_child", "destroy_child"):
