@@ -10,6 +10,8 @@ What a closing endpoint provides (``tcp.TcpEndpoint``, ``udp.UdpEndpoint``):
 
 ``reap_step()``  advance one step; True once it is gone (destroyed, or never had a child)
 ``close_now()``  give up waiting: abort and destroy it now; True if it had to be aborted
+``close_handed_over()``  True once what is left of the close is the firmware's alone (TCP: the
+                 queued bytes and the FIN given to it, ``Close`` posted; UDP: no Transmit in flight)
 """
 
 from bitsnet import clock, events
@@ -59,6 +61,10 @@ class Closer(object):
             self.reap()
         elif self.wanted:
             self._reap(list(self.wanted))
+
+    def handed_over(self):
+        """Whether every background close has nothing left that needs Python (``close_handed_over``)."""
+        return all(ep.close_handed_over() for ep in self.closing)
 
     def close_all(self, timeout, poll):
         """Close every live endpoint, wait up to ``timeout`` (driving ``poll``) for the closes

@@ -42,6 +42,7 @@ DESCRIPTION = ("Start the Python interpreter; with -m MODULE run MODULE as __mai
 USAGE = "usage: python [-m MODULE | -c CODE | FILE | URL] [ARGS...]   (no arguments: interactive)\n"
 
 _INTEGERS = (int, type(2 ** 64))  # int, and long on Python 2
+CLOSE_HANDOVER = 2.0  # s a finished program's background closes may take to reach the firmware
 _state = {"registered": False, "last_main": None}
 
 
@@ -198,6 +199,27 @@ def _status_of(code):
 
 def python_command(args):
     """The GRUB ``python`` command; ``args`` is ``["python", ARG...]``. True when status is 0."""
+    try:
+        return _python_command(args)
+    finally:
+        _hand_closes_over()
+
+
+def _hand_closes_over():
+    """BITS quirk: between two GRUB commands nothing runs Python (docs/bits-environment.md
+    section 8.1), so the background closes a program leaves -- its last bytes and FIN still queued
+    in bitsnet -- would wait for the next ``python`` command, and a ``halt`` typed first would
+    lose them. Hand them to the firmware now (docs/architecture.md section 9), within
+    CLOSE_HANDOVER seconds; a program that never imported the socket layer costs nothing."""
+    stack = sys.modules.get("bitsnet.stack")
+    if stack is not None:
+        try:
+            stack.hand_closes_over(CLOSE_HANDOVER)
+        except Exception as exc:  # a firmware error here must not turn the command into a traceback
+            sys.stderr.write("python: finishing the program's closes: %s\n" % exc)
+
+
+def _python_command(args):
     rest = list(args[1:])
     if not rest:
         return interact() == 0

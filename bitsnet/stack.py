@@ -89,6 +89,17 @@ def pump(ep=None):
         udp_closer.reap_due()
 
 
+def hand_closes_over(timeout):
+    """Drive the stack until every background close has handed the rest to the firmware (the
+    closers' ``handed_over``: TCP's last queued bytes and FIN given, ``Close`` posted; UDP's
+    Transmits done), or for ``timeout`` seconds; True if all had. launch.py calls it when a
+    program at the BITS prompt ends, since nothing runs Python between two commands
+    (docs/architecture.md section 9)."""
+    from bitsnet import clock  # stack stays a leaf of the hot path: clock only here
+    return events.wait_until(lambda: tcp_closer.handed_over() and udp_closer.handed_over(),
+                             clock.monotonic() + timeout, poll=pump)
+
+
 def _any_child():
     """An endpoint whose child can be Polled, or None (pump() without one)."""
     for closer in (tcp_closer, udp_closer):

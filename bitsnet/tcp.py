@@ -955,6 +955,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             return True
         return False
 
+    def close_handed_over(self):
+        """The closer's question (closer.py): is the rest of this close the firmware's alone --
+        every queued byte and the FIN handed over (``Close`` posted), or nothing left to say?"""
+        return self._handle is None or self._close_op is not None or self._state == RESET
+
     def close_now(self):
         """close_all gave up waiting: abort; True if there was still something to abort."""
         if self._handle is None:

@@ -442,6 +442,10 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             return True
         return False
 
+    def close_handed_over(self):
+        """The closer's question (closer.py): no Transmit of this closed endpoint is still in flight."""
+        return self._handle is None or not self._tx_ops
+
     def close_now(self):
         """close_all gave up waiting for the Transmits: destroy now (no RST in UDP)."""
         self._destroy()

@@ -299,3 +299,75 @@ def test_python_m_at_the_grub_prompt_of_real_bits(monkeypatch):
     assert "python: No module named no_such_module_h2b" in ours, text
     # plain python: BITS's banner, a statement, a print, and exit(5) (BITS's own has no exit)
     assert launch.BANNER in ours and "got 42" in ours, text
+
+
+# --- a program's last bytes at the prompt ---------------------------------------------------------
+HANDOVER_PROGRAM = u"""\
+import sys, time
+from bitsnet import launch, stack
+code = '''
+import socket
+s = socket.create_connection(("127.0.0.1", %d))
+s.sendall(b"x" * %d)
+s.close()
+''' % (int(sys.argv[1]), int(sys.argv[2]))
+launch.python_command(["python", "-c", code])
+print("@@handed_over %s" % stack.tcp_closer.handed_over())
+sys.stdout.flush()
+time.sleep(%r)  # the GRUB prompt: nothing runs Python until the next command
+print("@@end")
+"""
+HANDOVER_BYTES = 300 * 1000  # more than one send buffer: sendall returns with bytes still queued
+PROMPT_PAUSE = 2.0
+
+
+def test_a_program_that_ends_after_close_still_delivers_its_last_bytes_and_fin(tmpdir):
+    """A program that sends and closes, then ends: its last bytes and its FIN reach the peer
+    while the machine sits at the prompt -- not only at the next python command (or never, if
+    the next command is halt). Without launch's hand-over the peer got a part and no EOF."""
+    import socket
+    import subprocess
+    import threading
+    import processes
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    got = {"bytes": 0, "eof_at": None}
+
+    def serve():
+        conn = server.accept()[0]
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                break
+            got["bytes"] += len(data)
+        got["eof_at"] = time.time()
+        conn.close()
+    thread = threading.Thread(target=serve)
+    thread.daemon = True
+    thread.start()
+    path = str(tmpdir.join("handover.py"))
+    with open(path, "w") as f:
+        f.write(HANDOVER_PROGRAM.replace("%r", repr(PROMPT_PAUSE)))
+    # Completions 0.3 s late, as on OVMF, where a Transmit completes when the peer's ACK came:
+    # the close waits for them before it posts Close behind the last byte.
+    command = [sys.executable, processes.EFIRUN, "--faults", "delay=0.3"] + conftest.STATION_ARGS + [
+        path, str(server.getsockname()[1]), str(HANDOVER_BYTES)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=conftest.ROOT,
+                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    end_at = None
+    try:
+        lines = []
+        for raw in iter(process.stdout.readline, b""):
+            lines.append(raw.decode("utf-8", "replace").strip())
+            if lines[-1] == "@@end":
+                end_at = time.time()
+        err = processes.communicate(process, 60)[1].decode("utf-8", "replace")
+    finally:
+        server.close()
+    thread.join(10)
+    assert process.returncode == 0, "\n".join(lines) + err
+    assert "@@handed_over True" in lines, lines
+    assert end_at is not None and got["eof_at"] is not None, (lines, got)
+    assert got["eof_at"] < end_at, "the FIN came only when the program's process exited"
+    assert got["bytes"] == HANDOVER_BYTES, got
