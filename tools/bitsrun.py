@@ -258,6 +258,13 @@ def bitsrun_main():
     finally:
         writer.close_line()
         sys.stdout, sys.stderr = tee_out, tee_err
+    stack = sys.modules.get("bitsnet.stack")
+    if stack is not None and hasattr(stack, "hand_closes_over"):
+        # as the python command does (docs/architecture.md section 9): halt follows the exit line
+        try:
+            stack.hand_closes_over(2.0)
+        except Exception as exc:
+            tee_out.write("bitsrun: finishing the program's closes: %s\n" % exc)
     tee_out.write("@@bitsrun exit %d\n" % status)
 
 
