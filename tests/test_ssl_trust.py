@@ -23,7 +23,7 @@ import pytest
 
 import peers
 import testpki
-from test_ssl import ENGINE, NO_ENGINE, HttpsPeer, _bitsnet_ssl, _connect, _get, _refused, make_pki
+from test_ssl import ENGINE, NO_ENGINE, HttpsPeer, _bitsnet_ssl, _connect, _fetch, _refused, make_pki
 
 pytestmark = pytest.mark.skipif(not ENGINE, reason=NO_ENGINE or "no TLS engine")
 OPENSSL = testpki.OPENSSL
@@ -103,11 +103,7 @@ def test_each_context_trusts_exactly_its_own_cas(machine, pki):
             assert _reference_verdicts(pki, peer.port, "ca.pem") == (True, True)  # the reference can say yes
     context_b = bssl.create_default_context(cafile=os.path.join(pki, "ca2.pem"))
     with HttpsPeer(pki, "unknownca", {"a": b"b's own"}) as peer:
-        tls = context_b.wrap_socket(_connect(peer.port), server_hostname="localhost")
-        try:
-            assert _get(tls, "a")[1] == b"b's own"
-        finally:
-            tls.close()
+        assert _fetch(context_b, peer.port, "a") == b"b's own"
     error = _refused(bssl, pki, "good", context=bssl.SSLContext(bssl.PROTOCOL_TLS_CLIENT))
     assert "gave the firmware no CA certificate" in str(error), str(error)
 
@@ -119,11 +115,7 @@ def test_chain_through_an_intermediate(machine, pki):
     _, bssl = _bitsnet_ssl()
     with HttpsPeer(pki, "viainter", {"a": b"two links"}) as peer:
         context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
-        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
-        try:
-            assert _get(tls, "a")[1] == b"two links"
-        finally:
-            tls.close()
+        assert _fetch(context, peer.port, "a") == b"two links"
     error = _refused(bssl, pki, "viainter", ca="ca2.pem")
     assert "does not lead to a CA of this SSLContext" in str(error), str(error)
 
