@@ -85,17 +85,18 @@ class HttpsPeer(peers.ServerPeer):
         self.thread.join(5)
 
 
-class DropPeer(object):
-    """A TCP server that reads the ClientHello and closes the connection: a server that drops
-    mid-handshake."""
+class OneShotPeer(object):
+    """A TCP server on loopback that takes one connection and gives it to ``handle`` (a
+    subclass's) in a thread of its own; ``with`` starts it, and stops and joins it."""
+    JOIN = 5  # s to wait for the thread at the end
 
     def __init__(self):
+        self.stop = False
         self.sock = socket.socket()
         self.sock.bind((peers.HOST, 0))
         self.sock.listen(4)
         self.sock.settimeout(10)
         self.port = self.sock.getsockname()[1]
-        self.got = []
         self.thread = threading.Thread(target=self._serve)
         self.thread.daemon = True
 
@@ -104,19 +105,37 @@ class DropPeer(object):
             conn, _ = self.sock.accept()
         except (socket.error, socket.timeout, OSError):
             return
-        conn.settimeout(10)
         try:
-            self.got.append(conn.recv(65536))
+            conn.settimeout(10)
+            self.handle(conn)
+        except (socket.error, OSError):
+            pass
         finally:
             conn.close()
+
+    def handle(self, conn):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
         return self
 
     def __exit__(self, *exc):
+        self.stop = True
         self.sock.close()
-        self.thread.join(5)
+        self.thread.join(self.JOIN)
+
+
+class DropPeer(OneShotPeer):
+    """A TCP server that reads the ClientHello and closes the connection: a server that drops
+    mid-handshake."""
+
+    def __init__(self):
+        OneShotPeer.__init__(self)
+        self.got = []
+
+    def handle(self, conn):
+        self.got.append(conn.recv(65536))
 
 
 def _bitsnet_ssl():
