@@ -101,7 +101,9 @@ def fileobject_class(socket_module):
                     except error as e:
                         if e.args[0] != EINTR:
                             raise
-                    except TypeError:  # a "socket" whose recv takes no flags (urllib2 wraps a response)
+                    except (TypeError, ValueError):
+                        # a "socket" whose recv takes no flags (urllib2 wraps a response: TypeError)
+                        # or refuses them (an SSLSocket, as CPython's ssl: ValueError, httplib's HTTPS)
                         if pieces:
                             raise
                         return base_readline(self, size)

@@ -21,10 +21,8 @@ Contents: ``build``, ``xml_text``.
 from __future__ import absolute_import
 
 import re
-import sys
 
-PY2 = sys.version_info[0] == 2
-_text_type = unicode if PY2 else str  # type: ignore[name-defined]  # noqa: F821
+from bitsnet.results import as_text
 
 PASSED_PROPERTY = "bits.passed"
 FAILED_PROPERTY = "bits.failed"
@@ -38,14 +36,6 @@ _XML_FORBIDDEN = re.compile(
     u"|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
-def _as_text(value):
-    if isinstance(value, _text_type):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    return _text_type(value)
-
-
 def _replacement(match):
     code = ord(match.group(0))
     return u"\\x%02x" % code if code < 0x100 else u"\\u%04x" % code
@@ -55,7 +45,7 @@ def xml_text(value, attribute=False):
     """``value`` (text or UTF-8 bytes) as XML character data: & < > escaped (and " and the
     white-space characters in an attribute, which a parser would otherwise normalize), and
     each character XML 1.0 forbids written as a visible \\xNN / \\uNNNN escape."""
-    text = _XML_FORBIDDEN.sub(_replacement, _as_text(value))
+    text = _XML_FORBIDDEN.sub(_replacement, as_text(value))
     text = text.replace(u"&", u"&amp;").replace(u"<", u"&lt;").replace(u">", u"&gt;")
     if attribute:
         text = text.replace(u'"', u"&quot;").replace(u"\n", u"&#10;").replace(u"\r", u"&#13;")
@@ -91,12 +81,12 @@ def _element(out, indent, name, attributes, body=None):
 
 
 def _failed_lines(record):
-    return [u"[assert] %s FAIL" % _as_text(d) for d in record.assert_failures]
+    return [u"[assert] %s FAIL" % as_text(d) for d in record.assert_failures]
 
 
 def _exception_line(record):
     """(type, message) from a traceback text: its last line, "Type: message"."""
-    lines = [line for line in _as_text(record.exception).split(u"\n") if line.strip()]
+    lines = [line for line in as_text(record.exception).split(u"\n") if line.strip()]
     last = lines[-1] if lines else u"exception"
     name = last.split(u":", 1)[0].strip()
     return (name if name and u" " not in name else u"exception"), last
@@ -113,7 +103,7 @@ def _testcase(out, record):
     elif status == u"error":
         if record.exception is not None:
             kind, message = _exception_line(record)
-            body = u"\n".join(failed + [_as_text(record.exception).rstrip(u"\n")])
+            body = u"\n".join(failed + [as_text(record.exception).rstrip(u"\n")])
         else:
             kind, message = u"interrupted", u"the test did not finish (the run was interrupted)"
             body = u"\n".join(failed)
@@ -147,7 +137,7 @@ def build(report, hostname=None, properties=()):
         pairs = list(properties) + [(PASSED_PROPERTY, sum(r.passed for r in records)),
                                     (FAILED_PROPERTY, sum(r.failed for r in records))]
         for key, value in pairs:
-            _element(out, 6, u"property", [(u"name", _as_text(key)), (u"value", _as_text(value))])
+            _element(out, 6, u"property", [(u"name", as_text(key)), (u"value", as_text(value))])
         out.append(u"    </properties>\n")
         for record in records:
             _testcase(out, record)

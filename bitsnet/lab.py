@@ -50,7 +50,7 @@ import os
 import re
 import sys
 
-from bitsnet import clock, watchdog
+from bitsnet import clock, results, watchdog
 
 PY2 = sys.version_info[0] == 2
 DEFAULT_PORT = 8080  # bitsnet.selftest's default lab port (tools/lab.py)
@@ -240,32 +240,6 @@ def _host_of(url):
 
 
 # --------------------------------------------------------------------------- running it
-class _StepOutput(object):
-    """``sys.stdout``/``sys.stderr`` during a ``run`` step: the console first, then a copy for
-    the step's test case (as bitsnet.results records BITS's tests)."""
-
-    def __init__(self, original, record):
-        self._original, self._record = original, record
-
-    def write(self, text):
-        result = self._original.write(text)
-        try:
-            self._record.write(text)
-        except Exception:  # recording never breaks the console
-            pass
-        return result
-
-    def flush(self):
-        flush = getattr(self._original, "flush", None)
-        return flush() if flush is not None else None
-
-    def __getattr__(self, name):
-        original = self.__dict__.get("_original")
-        if original is None:
-            raise AttributeError(name)
-        return getattr(original, name)
-
-
 def say(text):
     """One line of the runner's on the console (and so in BITS's log and the mirror)."""
     line = "lab: %s\n" % (text,)
@@ -289,14 +263,12 @@ class Runner(object):
     tests and the plan's steps; ``failures`` counts what went wrong (0: a clean run)."""
 
     def __init__(self, plan, url):
-        from bitsnet import results
         self.plan, self.url = plan, url
         self.report = results.Report()
         self.failures = 0
         self.delivered = 0
 
     def _record(self, name):
-        from bitsnet import results
         record = results.TestRecord(name, SUITE)
         self.report.tests.append(record)
         return record
@@ -333,18 +305,14 @@ class Runner(object):
             return self._tests(step)
         record = self._record(step.describe())
         started = clock.monotonic()
-        saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = _StepOutput(saved[0], record), _StepOutput(saved[1], record)
+        saved = results.tee_stdio(record)  # the console first, then a copy for the step's test case
         guard = watchdog.limit(step.timeout, "step %d (line %d)" % (self.plan.steps.index(step) + 1, step.line))
         try:
             try:
                 with guard:
                     status = self._run_program(step)
             finally:
-                if isinstance(sys.stdout, _StepOutput):
-                    sys.stdout = saved[0]
-                if isinstance(sys.stderr, _StepOutput):
-                    sys.stderr = saved[1]
+                results.restore_stdio(saved)
                 record.seconds = clock.monotonic() - started
                 record.done = True
         except (Exception, watchdog.TimeLimit) as exc:
@@ -368,7 +336,6 @@ class Runner(object):
         return program.run(step.args[1:])
 
     def _tests(self, step):
-        from bitsnet import results
         before = len(self.report.tests)
         what = "step %d (line %d)" % (self.plan.steps.index(step) + 1, step.line)
         each = watchdog.limit(step.test_timeout, "a BITS test (%s)" % what, restart=lambda: len(self.report.tests),
@@ -419,7 +386,6 @@ class Runner(object):
                           ("machine.product", ident.get("product")), ("run", ident.get("run")),
                           ("plan", self.url)]
             return self.report.junit_xml(hostname=ident.get("machine"), properties=properties)
-        from bitsnet import results
         return results.log_text()
 
 

@@ -69,7 +69,7 @@ import collections
 import errno
 import sys
 
-from bitsnet import clock
+from bitsnet import clock, results
 
 _clock = clock.monotonic  # bitsnet's one clock: deadlines handed to bitsnet are in it
 PY2 = sys.version_info[0] == 2
@@ -270,13 +270,15 @@ class Sender(object):
 
 
 # --------------------------------------------------------------------------- the streams
-class MirrorStream(object):
+class MirrorStream(results.TeeStream):
     """``sys.stdout`` or ``sys.stderr`` while a NetConsole runs: the replaced stream first
     (Rule 1), then the text into this stream's line buffer (Rule 3). After ``stop()`` (if
-    someone still holds it) it is a plain pass-through to the stream it replaced."""
+    someone still holds it) it is a plain pass-through to the stream it replaced. Everything
+    but ``write`` (``flush``, ``encoding``, ``isatty``...) is the TeeStream's: the replaced
+    stream's."""
 
     def __init__(self, original, console, name="stdout"):
-        self._original = original
+        results.TeeStream.__init__(self, original, None)
         self._console = console
         self._name = name  # "stdout" or "stderr" (the syslog severity and MSGID)
         self._pending = b""  # this stream's partial line (Rule 3)
@@ -287,23 +289,6 @@ class MirrorStream(object):
         if console is not None:
             console.mirror(self, text)
         return result
-
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
-    def flush(self):
-        flush = getattr(self._original, "flush", None)
-        if flush is not None:
-            return flush()
-        return None
-
-    def __getattr__(self, name):
-        # Everything else (encoding, isatty, fileno, errors...) is the replaced stream's.
-        original = self.__dict__.get("_original")
-        if original is None:
-            raise AttributeError(name)
-        return getattr(original, name)
 
     def __repr__(self):
         return "<bitsnet.netconsole.MirrorStream of %r>" % (self._original,)

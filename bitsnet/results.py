@@ -6,8 +6,9 @@
     xml = report.junit_xml()           # bytes: testsuites/testsuite/testcase, UTF-8
     log = results.log_text()           # bytes: what BITS writes to /boot/bits-log.txt
 
-Contents: ``run_tests``, ``names``, ``Report``, ``TestRecord``, ``log_text``; the XML is
-``bitsnet.junit``'s.
+Contents: ``run_tests``, ``names``, ``Report``, ``TestRecord``, ``log_text``; ``TeeStream``
+with ``tee_stdio``/``restore_stdio`` (also bitsnet.lab's and bitsnet.netconsole's), ``as_text``;
+the XML is ``bitsnet.junit``'s.
 
 How BITS's test suite works (its ``testsuite`` module, in /boot/python; docs/lab.md section 1)
 ---------------------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ class TestRecord(object):
     @property
     def output(self):
         """The printed lines (text, without their newlines)."""
-        text = u"".join(_as_text(piece) for piece in self._out)
+        text = u"".join(as_text(piece) for piece in self._out)
         if text.endswith(u"\n"):
             text = text[:-1]
         return text.split(u"\n") if text else []
@@ -164,7 +165,9 @@ class Report(object):
 
 
 # --------------------------------------------------------------------------- text helpers
-def _as_text(piece):
+def as_text(piece):
+    """``piece`` as text: bytes decoded as UTF-8 (an undecodable byte as U+FFFD), anything
+    else through ``unicode``/``str``; the report's and its JUnit XML's one rule."""
     if isinstance(piece, _text_type):
         return piece
     if isinstance(piece, (bytes, bytearray)):
@@ -226,7 +229,7 @@ class _Recorder(object):
     def test(self, desc, value, *args, **kwargs):
         record = self.current
         if record is not None and not value:
-            record.failures.append(_as_text(desc))
+            record.failures.append(as_text(desc))
             if desc == INTERNAL_ERROR and record.exception is None and sys.exc_info()[0] is not None:
                 # BITS is handling the test's exception and prints this traceback next
                 record.exception = "".join(traceback.format_exception(*sys.exc_info()))
@@ -242,22 +245,26 @@ class _Recorder(object):
 
     def write(self, text):
         if self.current is not None:
-            try:
-                self.current.write(text)
-            except Exception:  # recording never breaks the console
-                pass
+            self.current.write(text)
 
 
-class _RecordingStream(object):
-    """``sys.stdout``/``sys.stderr`` during a run: the replaced stream first, then a copy."""
+class TeeStream(object):
+    """A replacement for ``sys.stdout``/``sys.stderr``: every write goes to the stream it
+    replaced first (its result and its exceptions unchanged), then a copy to ``copy.write``
+    (whose exceptions are swallowed: recording never breaks the console). Everything else
+    (``encoding``, ``isatty``, ``fileno``...) is the replaced stream's. Used here for BITS's
+    tests, by bitsnet.lab for a plan's steps and, as a base, by bitsnet.netconsole."""
 
-    def __init__(self, original, recorder):
+    def __init__(self, original, copy):
         self._original = original
-        self._recorder = recorder
+        self._copy = copy
 
     def write(self, text):
         result = self._original.write(text)
-        self._recorder.write(text)
+        try:
+            self._copy.write(text)
+        except Exception:  # recording never breaks the console
+            pass
         return result
 
     def writelines(self, lines):
@@ -273,6 +280,23 @@ class _RecordingStream(object):
         if original is None:
             raise AttributeError(name)
         return getattr(original, name)
+
+
+def tee_stdio(copy):
+    """Replaces ``sys.stdout`` and ``sys.stderr`` by TeeStreams copying to ``copy``; returns
+    what ``restore_stdio`` needs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TeeStream(saved[0], copy), TeeStream(saved[1], copy)
+    return saved
+
+
+def restore_stdio(saved):
+    """Undoes ``tee_stdio``, unless the program replaced a stream itself meanwhile (then its
+    own stream stays)."""
+    if isinstance(sys.stdout, TeeStream):
+        sys.stdout = saved[0]
+    if isinstance(sys.stderr, TeeStream):
+        sys.stderr = saved[1]
 
 
 def _testsuite():
@@ -347,11 +371,10 @@ def run_tests(selection=None, report=None, resume_on=()):
     report = Report() if report is None else report
     plan = _select(suite, selection)
     recorder = _Recorder(suite, report)
-    saved = (suite.tests, suite.submenus, suite.test, suite.summary, sys.stdout, sys.stderr)
+    saved = (suite.tests, suite.submenus, suite.test, suite.summary)
     started = _clock()
     suite.test, suite.summary = recorder.test, recorder.summary
-    sys.stdout = _RecordingStream(sys.stdout, recorder)
-    sys.stderr = _RecordingStream(sys.stderr, recorder)
+    streams = tee_stdio(recorder)
     try:
         start = 0
         while True:
@@ -373,11 +396,8 @@ def run_tests(selection=None, report=None, resume_on=()):
                 print("results: %s cut short (%s); the remaining tests run on"
                       % (record.name, _one_line(exc)))
     finally:
-        suite.tests, suite.submenus, suite.test, suite.summary = saved[:4]
-        if isinstance(sys.stdout, _RecordingStream):
-            sys.stdout = saved[4]
-        if isinstance(sys.stderr, _RecordingStream):
-            sys.stderr = saved[5]
+        suite.tests, suite.submenus, suite.test, suite.summary = saved
+        restore_stdio(streams)
         report.seconds += _clock() - started
     return report
 

@@ -74,6 +74,30 @@ input(type="imudp" address="{host}" port="{port}" ruleset="bitsnet_lab")
 """
 
 
+def start_in_namespace(directory, http_port, syslog_port):
+    """Nginx in DIRECTORY/nginx and Rsyslog in DIRECTORY/rsyslog, started by a bitsrun
+    ``setup()``: that runs in the boot's network namespace, in a process that exits after the
+    boot, so the pids go to DIRECTORY/pids for ``stop_started`` to stop them afterwards."""
+    nginx = Nginx(os.path.join(directory, "nginx"), http_port)
+    rsyslog = Rsyslog(os.path.join(directory, "rsyslog"), syslog_port)
+    with open(os.path.join(directory, "pids"), "w") as handle:
+        handle.write("%d %d\n" % (nginx.process.pid, rsyslog.process.pid))
+    return nginx, rsyslog
+
+
+def stop_started(directory):
+    """Stops the servers ``start_in_namespace`` started for DIRECTORY (those still running)."""
+    pids = os.path.join(directory, "pids")
+    if os.path.exists(pids):
+        with open(pids) as handle:
+            found = handle.read().split()
+        for pid in found:
+            try:
+                os.kill(int(pid), signal.SIGTERM)
+            except OSError:
+                pass
+
+
 def _wait_port(host, port, process, what):
     deadline = time.time() + START_TIMEOUT
     while time.time() < deadline:

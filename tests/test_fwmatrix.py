@@ -187,18 +187,9 @@ def cell_run(request, pki):
     return request.param, _boot(request.param, pki)
 
 
-def _section(run, name):
-    result, sections = run[0], run[1]
-    assert result.status is not None, "BITS gave no exit line:\n" + "\n".join(result.console[-30:])
-    assert name in sections, "no section %s in:\n%s" % (name, result.text)
-    verdict, lines = sections[name]
-    assert verdict == "PASS", "%s: %s\n%s" % (name, verdict, "\n".join(lines))
-    return lines
-
-
 def test_selftest(cell_run):
     cell, run = cell_run
-    lines = _section(run, "selftest")
+    lines = test_real_bits.section(run, "selftest")
     summary = [line for line in lines if re.match(r"^\d+ passed, \d+ failed", line)]
     assert summary, lines
     skipped = [line for line in lines if re.search(r"\. SKIP \d", line)]
@@ -213,7 +204,7 @@ def test_selftest(cell_run):
 
 def test_netconsole(cell_run):
     _, run = cell_run
-    lines = _section(run, "netconsole")
+    lines = test_real_bits.section(run, "netconsole")
     assert "netconsole line 5 of 5" in lines
     received = run[2].get("netconsole")
     assert received == ["netconsole line %d of 5\n" % i for i in range(1, 6)], (received, lines)
@@ -221,7 +212,7 @@ def test_netconsole(cell_run):
 
 def test_https(cell_run):
     _, run = cell_run
-    lines = _section(run, "https")
+    lines = test_real_bits.section(run, "https")
     assert "https bytes=%d" % SIZE in " ".join(lines)
     assert "https sha256=%s" % run[3] in lines
     assert [line for line in lines if line.startswith("https version=TLSv1.2 cipher=")], lines
@@ -229,14 +220,14 @@ def test_https(cell_run):
 
 def test_http_server(cell_run):
     _, run = cell_run
-    lines = _section(run, "http_server")
+    lines = test_real_bits.section(run, "http_server")
     assert "http_server served=4 paths=/0,/1,/2,/done" in lines
     assert run[2].get("http") == ["hello from firmware /%d" % i for i in range(3)], run[0].hooks
 
 
 def test_ipv6_echo_or_eafnosupport(cell_run):
     cell, run = cell_run
-    lines = _section(run, "ipv6")
+    lines = test_real_bits.section(run, "ipv6")
     if ovmf.BY_NAME[cell[0]].has_tcp6:
         assert "ipv6 echoed=True bytes=1900" in lines, lines
     else:  # the generation was built without TCP6: the expected answer, not a failure

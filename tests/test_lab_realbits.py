@@ -18,7 +18,6 @@ from __future__ import print_function
 
 import os
 import re
-import signal
 import sys
 import xml.etree.ElementTree as ElementTree
 
@@ -126,10 +125,7 @@ def _boot(monkeypatch, grub_cfg, files, store, servers=False, pki=None):
                 os.makedirs(os.path.dirname(os.path.join(root, path)))
             with open(os.path.join(root, path), "wb") as handle:
                 handle.write(data)
-        nginx = labservers.Nginx(os.path.join(store, "nginx"), LAB_PORT)
-        rsyslog = labservers.Rsyslog(os.path.join(store, "rsyslog"), SYSLOG_PORT)
-        with open(os.path.join(store, "pids"), "w") as handle:
-            handle.write("%d %d\n" % (nginx.process.pid, rsyslog.process.pid))
+        labservers.start_in_namespace(store, LAB_PORT, SYSLOG_PORT)
         return {}
     monkeypatch.setattr(bitsrun, "GRUB_CFG", grub_cfg)
     if pki is not None:  # the CA where bitsnet.ssl's default contexts load it
@@ -145,13 +141,7 @@ def _boot(monkeypatch, grub_cfg, files, store, servers=False, pki=None):
     try:
         return bitsrun.run(code="print('wrapper')", timeout=420, setup=setup)
     finally:
-        pids = os.path.join(store, "pids")
-        if os.path.exists(pids):
-            for pid in open(pids).read().split():
-                try:
-                    os.kill(int(pid), signal.SIGTERM)  # the servers setup() started
-                except OSError:
-                    pass
+        labservers.stop_started(store)  # the servers setup() started
 
 
 def _uploads(top):

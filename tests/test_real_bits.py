@@ -35,6 +35,8 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import bitsrun  # noqa: E402
 
+from test_selftest import result_of  # noqa: E402  # the selftest report's one parser
+
 BATTERY = os.path.join(ROOT, "tests", "scripts", "real_bits_battery.py")
 SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns", "urllib"]
 DOWNLOAD_BYTES = 16 * 1024 * 1024
@@ -218,7 +220,8 @@ def stock_run():
     return result, sections_of(result.output)
 
 
-def _section(run, name):
+def section(run, name):
+    """The lines of section ``name`` of a battery run (result, sections...), which must have passed."""
     result, sections = run[0], run[1]
     assert result.status is not None, "BITS gave no exit line:\n" + "\n".join(result.console[-30:])
     assert name in sections, "no section %s in:\n%s" % (name, result.text)
@@ -228,20 +231,6 @@ def _section(run, name):
 
 
 # --- the tests -----------------------------------------------------------------------------------
-def _check(lines, title):
-    """(PASS/FAIL/SKIP, detail text) of one selftest check (the detail lines below it, joined)."""
-    for i, line in enumerate(lines):
-        match = re.match(r"^ ?\d+ (.*?) \.+ (PASS|FAIL|SKIP) [\d.]+ s$", line)
-        if match and match.group(1).startswith(title):
-            detail = []
-            for following in lines[i + 1:]:
-                if not following.startswith("     "):
-                    break
-                detail.append(following.strip())
-            return match.group(2), " ".join(detail)
-    raise AssertionError("no check %r in:\n%s" % (title, "\n".join(lines)))
-
-
 @real
 def test_selftest_typed_at_the_grub_prompt_passes_everything(selftest_run):
     text = "\n".join(selftest_run.lab + selftest_run.console[-80:])
@@ -255,11 +244,11 @@ def test_selftest_typed_at_the_grub_prompt_passes_everything(selftest_run):
     dns_port = re.search(r"dns (\d+)", selftest_run.lab[0]).group(1)
     for title in ("TCP connect to lab 10.0.2.2:8080", "TCP echo", "UDP echo", "HTTP download",
                   "listening socket reached from lab"):
-        assert _check(lines, title)[0] == "PASS", (title, text)
-    result, detail = _check(lines, "DNS query to the lab's server")  # the lab's own port, no redirection
+        assert result_of(lines, title)[0] == "PASS", (title, text)
+    result, detail = result_of(lines, "DNS query to the lab's server")  # the lab's own port, no redirection
     assert result == "PASS" and "answered by the lab's DNS at 10.0.2.2 port %s" % dns_port in detail, text
     assert "lab.bitsnet.test -> 127.0.0.1" in detail and "(NXDOMAIN)" in detail, text
-    result, detail = _check(lines, "TCP echo over IPv6")  # fec0::2, as the README names it
+    result, detail = result_of(lines, "TCP echo over IPv6")  # fec0::2, as the README names it
     if bitsrun.has_tcp6(selftest_run):
         assert result == "PASS" and detail.startswith("[fec0::2]:"), text
     else:  # 2020.11: no TCP6 in the firmware (docs/edk2.md section 10)
@@ -268,7 +257,7 @@ def test_selftest_typed_at_the_grub_prompt_passes_everything(selftest_run):
 
 @real
 def test_urllib2_download_checksum_and_rate(battery_run):
-    lines = _section(battery_run, "download")
+    lines = section(battery_run, "download")
     assert "download bytes=%d" % DOWNLOAD_BYTES in " ".join(lines)
     assert "download sha256=ok" in lines
     assert _rate(battery_run[1]["download"]) > 0
@@ -276,7 +265,7 @@ def test_urllib2_download_checksum_and_rate(battery_run):
 
 @real
 def test_basehttpserver_in_firmware_answers_host(battery_run):
-    lines = _section(battery_run, "http_server")
+    lines = section(battery_run, "http_server")
     assert "http_server served=3" in lines
     bodies = battery_run[2].get("http")
     assert bodies == ["hello from firmware /%d" % i for i in range(3)], battery_run[0].hooks
@@ -284,7 +273,7 @@ def test_basehttpserver_in_firmware_answers_host(battery_run):
 
 @real
 def test_select_server_serves_several_clients_at_once(battery_run):
-    lines = _section(battery_run, "select_server")
+    lines = section(battery_run, "select_server")
     match = [re.match(r"select_server served=(\d+) at_once=(\d+)", line) for line in lines]
     counts = [m for m in match if m]
     assert counts and int(counts[0].group(1)) == 3 and int(counts[0].group(2)) >= 2, lines
@@ -293,13 +282,13 @@ def test_select_server_serves_several_clients_at_once(battery_run):
 
 @real
 def test_refused_connect_gives_econnrefused(battery_run):
-    lines = _section(battery_run, "refused")
+    lines = section(battery_run, "refused")
     assert "refused is_ECONNREFUSED=True" in lines
 
 
 @real
 def test_connect_to_silent_peer_times_out(battery_run):
-    lines = _section(battery_run, "timeout")
+    lines = section(battery_run, "timeout")
     seconds = [float(m.group(1)) for m in (re.match(r"timeout after=([\d.]+) s", line) for line in lines) if m]
     assert seconds and 1.5 <= seconds[0] <= 10, lines
 
@@ -307,19 +296,19 @@ def test_connect_to_silent_peer_times_out(battery_run):
 @real
 def test_python2_urllib_urlopen_at_the_boot_prompt(battery_run):
     # urllib.urlopen's URLopener keeps os.unlink, which BITS's os lacks (bitsnet.install adds it).
-    lines = _section(battery_run, "urllib")
+    lines = section(battery_run, "urllib")
     assert "urllib bytes=100000" in lines and "urllib sha256=ok" in lines, lines
 
 
 @real
 def test_udp_echo(battery_run):
-    lines = _section(battery_run, "udp")
+    lines = section(battery_run, "udp")
     assert [line for line in lines if line.startswith("udp echoed=True from=10.0.2.2:")], lines
 
 
 @real
 def test_dns_lookup_through_lab_server(battery_run):
-    lines = _section(battery_run, "dns")
+    lines = section(battery_run, "dns")
     assert "dns lab.bitsnet.test=127.0.0.1" in lines
     # EAI_NONAME at once, through OVMF's DnsDxe: the lab's NXDOMAIN carries an SOA, without which
     # DnsDxe drops the reply and times out (EAI_AGAIN after seconds; docs/edk2.md section 6.2).
@@ -331,14 +320,14 @@ def test_dns_lookup_through_lab_server(battery_run):
 
 @real
 def test_stock_bits_socket_download(stock_run):
-    lines = _section(stock_run, "download")
+    lines = section(stock_run, "download")
     assert "download sha256=ok" in lines
 
 
 @real
 def test_bitsnet_at_least_three_times_bits_own_socket(battery_run, stock_run):
-    _section(battery_run, "download")
-    _section(stock_run, "download")
+    section(battery_run, "download")
+    section(stock_run, "download")
     ours, theirs = _rate(battery_run[1]["download"]), _rate(stock_run[1]["download"])
     ratio = ours / theirs
     host_ours, host_theirs = _host_rate(battery_run[0]), _host_rate(stock_run[0])

@@ -19,7 +19,6 @@ from __future__ import print_function
 import hashlib
 import os
 import re
-import signal
 import sys
 
 import pytest
@@ -49,10 +48,7 @@ def _servers_in_namespace(directory):
     """setup(): nginx and rsyslogd in the run's namespace; their pids go to files, for the test
     to stop them after the boot (setup runs in the namespace's process, which then exits)."""
     def setup():
-        nginx = labservers.Nginx(os.path.join(directory, "nginx"), UPLOAD_PORT)
-        rsyslog = labservers.Rsyslog(os.path.join(directory, "rsyslog"), SYSLOG_PORT)
-        with open(os.path.join(directory, "pids"), "w") as f:
-            f.write("%d %d\n" % (nginx.process.pid, rsyslog.process.pid))
+        labservers.start_in_namespace(directory, UPLOAD_PORT, SYSLOG_PORT)
         return {"upload": "http://%s:%d/lab/{uuid}/{run}/{name}" % (qemu_vm.GUEST_HOST, UPLOAD_PORT),
                 "syslog": "%s:%d" % (qemu_vm.GUEST_HOST, SYSLOG_PORT)}
     return setup
@@ -68,13 +64,7 @@ def lab_run(tmp_path_factory):
         result = bitsrun.run(script=SCRIPT, args=["{upload}", "{syslog}"] + SELECTION,
                              setup=_servers_in_namespace(directory), timeout=BOOT_TIMEOUT)
     finally:
-        pids = os.path.join(directory, "pids")
-        if os.path.exists(pids):
-            for pid in open(pids).read().split():
-                try:
-                    os.kill(int(pid), signal.SIGTERM)  # the servers setup() started
-                except OSError:
-                    pass
+        labservers.stop_started(directory)  # the servers setup() started
     print("\n".join(result.output))
     return result, directory
 

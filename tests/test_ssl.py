@@ -85,17 +85,18 @@ class HttpsPeer(peers.ServerPeer):
         self.thread.join(5)
 
 
-class DropPeer(object):
-    """A TCP server that reads the ClientHello and closes the connection: a server that drops
-    mid-handshake."""
+class OneShotPeer(object):
+    """A TCP server on loopback that takes one connection and gives it to ``handle`` (a
+    subclass's) in a thread of its own; ``with`` starts it, and stops and joins it."""
+    JOIN = 5  # s to wait for the thread at the end
 
     def __init__(self):
+        self.stop = False
         self.sock = socket.socket()
         self.sock.bind((peers.HOST, 0))
         self.sock.listen(4)
         self.sock.settimeout(10)
         self.port = self.sock.getsockname()[1]
-        self.got = []
         self.thread = threading.Thread(target=self._serve)
         self.thread.daemon = True
 
@@ -104,19 +105,37 @@ class DropPeer(object):
             conn, _ = self.sock.accept()
         except (socket.error, socket.timeout, OSError):
             return
-        conn.settimeout(10)
         try:
-            self.got.append(conn.recv(65536))
+            conn.settimeout(10)
+            self.handle(conn)
+        except (socket.error, OSError):
+            pass
         finally:
             conn.close()
+
+    def handle(self, conn):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
         return self
 
     def __exit__(self, *exc):
+        self.stop = True
         self.sock.close()
-        self.thread.join(5)
+        self.thread.join(self.JOIN)
+
+
+class DropPeer(OneShotPeer):
+    """A TCP server that reads the ClientHello and closes the connection: a server that drops
+    mid-handshake."""
+
+    def __init__(self):
+        OneShotPeer.__init__(self)
+        self.got = []
+
+    def handle(self, conn):
+        self.got.append(conn.recv(65536))
 
 
 def _bitsnet_ssl():
@@ -145,6 +164,15 @@ def _get(tls, path, host="localhost"):
     return head, body
 
 
+def _fetch(context, port, path, host="localhost"):
+    """The body of GET /PATH over a TLS connection made with ``context`` to ``port``."""
+    tls = context.wrap_socket(_connect(port), server_hostname=host)
+    try:
+        return _get(tls, path, host)[1]
+    finally:
+        tls.close()
+
+
 # --- in-process, over bitsnet's sockets ---------------------------------------------------------
 def test_https_download_with_checksum(machine, pki):
     payload = peers.pattern(1 << 20, seed=6)
@@ -166,11 +194,7 @@ def test_ip_address_host_name(machine, pki):
     _, bssl = _bitsnet_ssl()
     with HttpsPeer(pki, "good", {"a": b"hello"}) as peer:
         context = bssl.create_default_context(cadata=open(os.path.join(pki, "ca.pem")).read())
-        tls = context.wrap_socket(_connect(peer.port), server_hostname="127.0.0.1")
-        try:
-            assert _get(tls, "a", "127.0.0.1")[1] == b"hello"
-        finally:
-            tls.close()
+        assert _fetch(context, peer.port, "a", "127.0.0.1") == b"hello"
 
 
 def _refused(bssl, pki, cert, ca="ca.pem", hostname="localhost", context=None):
@@ -240,11 +264,7 @@ def test_expired_certificate(machine, pki, monkeypatch):
     context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
     context.verify_flags |= 0x200000
     with HttpsPeer(pki, "expired", {"a": b"old"}) as peer:
-        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
-        try:
-            assert _get(tls, "a")[1] == b"old"
-        finally:
-            tls.close()
+        assert _fetch(context, peer.port, "a") == b"old"
 
 
 def test_server_drops_mid_handshake(machine, pki):
@@ -302,11 +322,7 @@ def test_old_firmware_host_name_checked_in_python(machine, pki):
     assert "other.example" in str(error) and "localhost" in str(error), str(error)
     with HttpsPeer(pki, "good", {"a": b"ok"}) as peer:
         context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
-        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
-        try:
-            assert _get(tls, "a")[1] == b"ok"
-        finally:
-            tls.close()
+        assert _fetch(context, peer.port, "a") == b"ok"
 
 
 @pytest.mark.machine(tls=None)

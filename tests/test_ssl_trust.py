@@ -14,16 +14,13 @@ HTTPS servers on 127.0.0.1:
 from __future__ import print_function
 
 import os
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
-import peers
 import testpki
-from test_ssl import ENGINE, NO_ENGINE, HttpsPeer, _bitsnet_ssl, _connect, _get, _refused, make_pki
+from test_ssl import ENGINE, NO_ENGINE, HttpsPeer, OneShotPeer, _bitsnet_ssl, _connect, _fetch, _refused, make_pki
 
 pytestmark = pytest.mark.skipif(not ENGINE, reason=NO_ENGINE or "no TLS engine")
 OPENSSL = testpki.OPENSSL
@@ -103,11 +100,7 @@ def test_each_context_trusts_exactly_its_own_cas(machine, pki):
             assert _reference_verdicts(pki, peer.port, "ca.pem") == (True, True)  # the reference can say yes
     context_b = bssl.create_default_context(cafile=os.path.join(pki, "ca2.pem"))
     with HttpsPeer(pki, "unknownca", {"a": b"b's own"}) as peer:
-        tls = context_b.wrap_socket(_connect(peer.port), server_hostname="localhost")
-        try:
-            assert _get(tls, "a")[1] == b"b's own"
-        finally:
-            tls.close()
+        assert _fetch(context_b, peer.port, "a") == b"b's own"
     error = _refused(bssl, pki, "good", context=bssl.SSLContext(bssl.PROTOCOL_TLS_CLIENT))
     assert "gave the firmware no CA certificate" in str(error), str(error)
 
@@ -119,11 +112,7 @@ def test_chain_through_an_intermediate(machine, pki):
     _, bssl = _bitsnet_ssl()
     with HttpsPeer(pki, "viainter", {"a": b"two links"}) as peer:
         context = bssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
-        tls = context.wrap_socket(_connect(peer.port), server_hostname="localhost")
-        try:
-            assert _get(tls, "a")[1] == b"two links"
-        finally:
-            tls.close()
+        assert _fetch(context, peer.port, "a") == b"two links"
     error = _refused(bssl, pki, "viainter", ca="ca2.pem")
     assert "does not lead to a CA of this SSLContext" in str(error), str(error)
 
@@ -202,7 +191,7 @@ def test_simulated_firmware_ignores_validity_periods(machine, pki):
     assert _firmware_handshake(pki, "expired", "localhost", T.EFI_TLS_VERIFY_FLAG_NO_PARTIAL_WILDCARDS) is True
 
 
-class HelloRequestPeer(object):
+class HelloRequestPeer(OneShotPeer):
     """A TCP server that reads the ClientHello and then sends HelloRequest records, one every
     ``interval`` seconds, or (0) records of 4096 HelloRequests each as fast as it can, until the
     client goes away or the test ends."""
@@ -210,46 +199,22 @@ class HelloRequestPeer(object):
     RECORD = b"\x16\x03\x03\x00\x04" + b"\x00\x00\x00\x00"
     FULL_RECORD = b"\x16\x03\x03\x40\x00" + b"\x00\x00\x00\x00" * 4096
 
+    JOIN = 35  # the sender's own 30 s, and some
+
     def __init__(self, interval):
+        OneShotPeer.__init__(self)
         self.interval = interval
-        self.sock = socket.socket()
-        self.sock.bind((peers.HOST, 0))
-        self.sock.listen(2)
-        self.sock.settimeout(10)
-        self.port = self.sock.getsockname()[1]
         self.sent = 0
-        self.stop = False
-        self.thread = threading.Thread(target=self._serve)
-        self.thread.daemon = True
 
-    def _serve(self):
-        try:
-            conn, _ = self.sock.accept()
-        except (socket.error, OSError):
-            return
-        try:
-            conn.settimeout(10)
-            conn.recv(65536)
-            burst = self.RECORD if self.interval else self.FULL_RECORD
-            started = time.time()
-            while time.time() - started < 30 and not self.stop:
-                conn.sendall(burst)
-                self.sent += len(burst)
-                if self.interval:
-                    time.sleep(self.interval)
-        except (socket.error, OSError):
-            pass
-        finally:
-            conn.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop = True
-        self.sock.close()
-        self.thread.join(35)
+    def handle(self, conn):
+        conn.recv(65536)
+        burst = self.RECORD if self.interval else self.FULL_RECORD
+        started = time.time()
+        while time.time() - started < 30 and not self.stop:
+            conn.sendall(burst)
+            self.sent += len(burst)
+            if self.interval:
+                time.sleep(self.interval)
 
 
 def test_handshake_deadline(machine, pki):

@@ -660,16 +660,9 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     machine = {"firmware": firmware, "nic": nic, "rng": bool(rng)}
     if restore_timer is None:
         restore_timer = stock
-    if not os.path.isdir(BUILD):
-        os.makedirs(BUILD)
-    workdir = os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix="run-", dir=BUILD)
-    tree = os.path.join(workdir, "esp")
+    workdir = _workdir(keep, "run-")
     try:
-        if os.path.exists(tree):
-            shutil.rmtree(tree)
-        unpack_image(os.path.abspath(image or DEFAULT_IMAGE), tree)
-        if not (stock or as_is):
-            install_bitsnet(tree)
+        _unpack(image, workdir, not (stock or as_is))
         esp = os.path.join(workdir, "esp.img")
         result = qemu_vm.in_new_namespace(_boot, esp, timeout, list(hostfwd), on_line, setup, lab,
                                           (mode, target, list(args), restore_timer), echo, workdir, machine)
@@ -678,6 +671,24 @@ def run(script=None, module=None, code=None, args=(), image=None, stock=False, l
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _workdir(keep, prefix):
+    """The boot's working directory: ``keep`` (kept afterwards) or a new one under build/."""
+    if not os.path.isdir(BUILD):
+        os.makedirs(BUILD)
+    return os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix=prefix, dir=BUILD)
+
+
+def _unpack(image, workdir, with_bitsnet):
+    """The image's files in WORKDIR/esp (afresh), bitsnet installed there if ``with_bitsnet``."""
+    tree = os.path.join(workdir, "esp")
+    if os.path.exists(tree):
+        shutil.rmtree(tree)
+    unpack_image(os.path.abspath(image or DEFAULT_IMAGE), tree)
+    if with_bitsnet:
+        install_bitsnet(tree)
+    return tree
 
 
 def machine_defaults(ovmf=None, nic=None, rng=None):
@@ -850,16 +861,9 @@ def run_typed(command, lab_args=None, image=None, hostfwd=(), timeout=DEFAULT_TI
     problem = unavailable(image, install)
     if problem:
         raise ImageError(problem)
-    if not os.path.isdir(BUILD):
-        os.makedirs(BUILD)
-    workdir = os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix="typed-", dir=BUILD)
-    tree = os.path.join(workdir, "esp")
+    workdir = _workdir(keep, "typed-")
     try:
-        if os.path.exists(tree):
-            shutil.rmtree(tree)
-        unpack_image(os.path.abspath(image or DEFAULT_IMAGE), tree)
-        if not as_is:
-            install_bitsnet(tree)
+        tree = _unpack(image, workdir, not as_is)
         esp = make_esp(tree, os.path.join(workdir, "esp.img"))
         return qemu_vm.in_new_namespace(_typed_boot, esp, workdir, command, lab_args, list(hostfwd), timeout, echo)
     finally:

@@ -228,18 +228,9 @@ class Interpreter(object):
         option = None
         for word in words[3:]:
             key, _, value = word.partition("=")
-            if key == "station":
-                address, _, mask = value.partition("/")
-                ap.UseDefaultAddress = False
-                ap.StationAddress = efidefs.ipv4(address)
-                ap.SubnetMask = efidefs.ipv4(mask or "0.0.0.0")
-            elif key == "port":
-                ap.StationPort = int(value)
-            elif key == "remote":
-                address, _, port = value.partition(":")
-                ap.RemoteAddress = efidefs.ipv4(address)
-                ap.RemotePort = int(port or 0)
-            elif key == "option":
+            if _endpoint_word(ap, key, value):
+                continue
+            if key == "option":
                 option = _option(value)
                 cfg.ControlOption = ctypes.pointer(option)
         self.op("configure", proto.Configure(byref(proto), byref(cfg)))
@@ -505,18 +496,9 @@ class Interpreter(object):
         cfg.UseDefaultAddress = True
         for word in words[2:]:
             key, _, value = word.partition("=")
-            if key == "station":
-                address, _, mask = value.partition("/")
-                cfg.UseDefaultAddress = False
-                cfg.StationAddress = efidefs.ipv4(address)
-                cfg.SubnetMask = efidefs.ipv4(mask or "0.0.0.0")
-            elif key == "port":
-                cfg.StationPort = int(value)
-            elif key == "remote":
-                address, _, port = value.partition(":")
-                cfg.RemoteAddress = efidefs.ipv4(address)
-                cfg.RemotePort = int(port or 0)
-            elif word == "broadcast":
+            if _endpoint_word(cfg, key, value):
+                continue
+            if word == "broadcast":
                 cfg.AcceptBroadcast = True
             elif key == "ttl":
                 cfg.TimeToLive = int(value)
@@ -650,6 +632,26 @@ class Interpreter(object):
 
 
 _DATA_TYPES = {"info": 0, "policy": 1, "manual": 2, "gateway": 3, "dns": 4}
+
+
+def _endpoint_word(target, key, value):
+    """Applies a ``station=ADDR[/MASK]``, ``port=N`` or ``remote=ADDR[:PORT]`` word to a TCP4
+    access point or a UDP4 config data (the specification gives both the same field names);
+    False for any other word."""
+    if key == "station":
+        address, _, mask = value.partition("/")
+        target.UseDefaultAddress = False
+        target.StationAddress = efidefs.ipv4(address)
+        target.SubnetMask = efidefs.ipv4(mask or "0.0.0.0")
+    elif key == "port":
+        target.StationPort = int(value)
+    elif key == "remote":
+        address, _, port = value.partition(":")
+        target.RemoteAddress = efidefs.ipv4(address)
+        target.RemotePort = int(port or 0)
+    else:
+        return False
+    return True
 
 
 def _option(style):
