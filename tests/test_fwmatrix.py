@@ -42,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import bitsrun  # noqa: E402
+import qemu_vm  # noqa: E402
 import ovmf  # noqa: E402
 import peers  # noqa: E402
 import test_real_bits  # noqa: E402
@@ -148,7 +149,7 @@ def _boot(cell, pki):
         ports.update(https_setup())
         ports.update(_netconsole_receiver())
         return ports
-    args = ["--lab", "{lab}", "--echo", "{lab_echo}", "--host6", bitsrun.GUEST_HOST6, "--plain", "{plain}",
+    args = ["--lab", "{lab}", "--echo", "{lab_echo}", "--host6", qemu_vm.GUEST_HOST6, "--plain", "{plain}",
             "--https", "{https}", "--size", str(SIZE), "--netconsole", "{netconsole}"] + SECTIONS
     started = time.time()
     result = bitsrun.run(script=SCRIPT, args=args, lab=True, setup=setup, hostfwd=[8000],

@@ -328,16 +328,17 @@ def test_stock_bits_socket_download(stock_run):
 def test_bitsnet_at_least_three_times_bits_own_socket(battery_run, stock_run):
     section(battery_run, "download")
     section(stock_run, "download")
-    ours, theirs = _rate(battery_run[1]["download"]), _rate(stock_run[1]["download"])
+    # By the host's clock: the guest's is the TSC, which BITS calibrates at start-up -- on a
+    # loaded host (CI's other lane booting QEMU too) a stock boot once read 16 MiB in 1.7 s by
+    # its own clock and 15 s by the host's. The guest's figures are reported beside.
+    ours, theirs = _host_rate(battery_run[0]), _host_rate(stock_run[0])
+    assert ours and theirs, (battery_run[0].output, stock_run[0].output)
     ratio = ours / theirs
-    host_ours, host_theirs = _host_rate(battery_run[0]), _host_rate(stock_run[0])
+    guest_ours, guest_theirs = _rate(battery_run[1]["download"]), _rate(stock_run[1]["download"])
     _keep_figure("urllib2 download of %d MiB over slirp on OVMF (TCG), best of %d: bitsnet %.3f MB/s, BITS's own "
-                 "_socket %.3f MB/s, ratio %.2f (by the host's clock: %.3f and %.3f MB/s)"
-                 % (DOWNLOAD_BYTES // (1024 * 1024), DOWNLOAD_ROUNDS, ours, theirs, ratio, host_ours or 0,
-                    host_theirs or 0))
+                 "_socket %.3f MB/s, ratio %.2f (by the host's clock; by the guests': %.3f and %.3f MB/s)"
+                 % (DOWNLOAD_BYTES // (1024 * 1024), DOWNLOAD_ROUNDS, ours, theirs, ratio, guest_ours, guest_theirs))
     assert ratio >= 3.0, "bitsnet %.3f MB/s vs BITS's own %.3f MB/s: %.2fx" % (ours, theirs, ratio)
-    for guest, host in ((ours, host_ours), (theirs, host_theirs)):  # the guest's clock is believable
-        assert host and 0.5 <= guest / host <= 2.0, (guest, host)
 
 
 # --- the harness itself, no QEMU ----------------------------------------------------------------

@@ -58,6 +58,7 @@ NICS = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139",
 NIC_NAMES = ["virtio-net", "e1000", "rtl8139", "virtio-net-dxe"]
 GUEST_HOST = "10.0.2.2"  # the namespace's loopback as the guest sees it (slirp's host alias)
 GUEST_SELF = "10.0.2.15"  # the address slirp's DHCP gives the guest
+GUEST_HOST6 = "fec0::2"  # slirp's IPv6 host alias: the namespace's ::1 as the guest sees it
 _clock = getattr(time, "monotonic", time.time)
 
 
