@@ -41,18 +41,26 @@ from __future__ import absolute_import
 import binascii
 
 from bitsnet import tls_socket
-from bitsnet.ssl_common import (  # noqa: F401  (the API's constants and exceptions, this module's own names)
-    _PY3, OPENSSL_VERSION, OPENSSL_VERSION_INFO, OPENSSL_VERSION_NUMBER, HAS_SNI, HAS_ALPN, HAS_NPN, HAS_ECDH,
-    HAS_TLSv1_3, HAS_NEVER_CHECK_COMMON_NAME, CHANNEL_BINDING_TYPES, DEFAULT_CAFILES, CERT_NONE, CERT_OPTIONAL,
-    CERT_REQUIRED, PROTOCOL_SSLv23, PROTOCOL_TLS, PROTOCOL_TLSv1, PROTOCOL_TLSv1_1, PROTOCOL_TLSv1_2,
-    PROTOCOL_TLS_CLIENT, PROTOCOL_TLS_SERVER, OP_ALL, OP_NO_SSLv2, OP_NO_SSLv3, OP_NO_TLSv1, OP_NO_TLSv1_1,
-    OP_NO_TLSv1_2, OP_NO_TLSv1_3, OP_NO_COMPRESSION, OP_CIPHER_SERVER_PREFERENCE, OP_SINGLE_DH_USE,
-    OP_SINGLE_ECDH_USE, OP_NO_TICKET, VERIFY_DEFAULT, VERIFY_X509_STRICT, VERIFY_X509_TRUSTED_FIRST,
-    VERIFY_CRL_CHECK_LEAF, VERIFY_CRL_CHECK_CHAIN, SSL_ERROR_SSL, SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE,
-    SSL_ERROR_WANT_X509_LOOKUP, SSL_ERROR_SYSCALL, SSL_ERROR_ZERO_RETURN, SSL_ERROR_WANT_CONNECT, SSL_ERROR_EOF,
-    SSL_ERROR_INVALID_ERROR_CODE, socket_error, SSLError, SSLZeroReturnError, SSLWantReadError, SSLWantWriteError,
-    SSLSyscallError, SSLEOFError, SSLCertVerificationError, CertificateError, _ssl_error, _from_failure,
-    _dnsname_match, _ip_address, match_hostname)
+# The API's constants and exceptions, this module's own names. In several statements:
+# BITS quirk: BITS's compiler aborts on one line's bytecode over 255 bytes (docs/bits-environment.md section 9).
+from bitsnet.ssl_common import (  # noqa: F401
+    OPENSSL_VERSION, OPENSSL_VERSION_INFO, OPENSSL_VERSION_NUMBER, HAS_SNI, HAS_ALPN, HAS_NPN, HAS_ECDH,
+    HAS_TLSv1_3, HAS_NEVER_CHECK_COMMON_NAME, CHANNEL_BINDING_TYPES, DEFAULT_CAFILES)
+from bitsnet.ssl_common import (  # noqa: F401
+    CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED, PROTOCOL_SSLv23, PROTOCOL_TLS, PROTOCOL_TLSv1, PROTOCOL_TLSv1_1,
+    PROTOCOL_TLSv1_2, PROTOCOL_TLS_CLIENT, PROTOCOL_TLS_SERVER)
+from bitsnet.ssl_common import (  # noqa: F401
+    OP_ALL, OP_NO_SSLv2, OP_NO_SSLv3, OP_NO_TLSv1, OP_NO_TLSv1_1, OP_NO_TLSv1_2, OP_NO_TLSv1_3,
+    OP_NO_COMPRESSION, OP_CIPHER_SERVER_PREFERENCE, OP_SINGLE_DH_USE, OP_SINGLE_ECDH_USE, OP_NO_TICKET)
+from bitsnet.ssl_common import (  # noqa: F401
+    VERIFY_DEFAULT, VERIFY_X509_STRICT, VERIFY_X509_TRUSTED_FIRST, VERIFY_CRL_CHECK_LEAF, VERIFY_CRL_CHECK_CHAIN)
+from bitsnet.ssl_common import (  # noqa: F401
+    SSL_ERROR_SSL, SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_X509_LOOKUP, SSL_ERROR_SYSCALL,
+    SSL_ERROR_ZERO_RETURN, SSL_ERROR_WANT_CONNECT, SSL_ERROR_EOF, SSL_ERROR_INVALID_ERROR_CODE)
+from bitsnet.ssl_common import (  # noqa: F401
+    socket_error, SSLError, SSLZeroReturnError, SSLWantReadError, SSLWantWriteError, SSLSyscallError, SSLEOFError,
+    SSLCertVerificationError, CertificateError, match_hostname)
+from bitsnet.ssl_common import _PY3, _dnsname_match, _from_failure, _ip_address, _ssl_error  # noqa: F401
 
 _PROTOCOL_NAMES = {PROTOCOL_TLS: "TLS", PROTOCOL_TLSv1: "TLSv1", PROTOCOL_TLSv1_1: "TLSv1.1",
                    PROTOCOL_TLSv1_2: "TLSv1.2", PROTOCOL_TLS_CLIENT: "TLS_CLIENT", PROTOCOL_TLS_SERVER: "TLS_SERVER"}
