@@ -731,19 +731,32 @@ class socket(object):
             raise _error(_errno.ENOTCONN)
         return self._out(remote)
 
-    # (level, optname) -> the endpoint's option name; values are ints except SO_LINGER.
+    # (level, optname) -> (the endpoint's option name, how a value is taken, the family it applies
+    # to, None: any); values are ints. How: "bool" (0 or 1), "int" (as given), "ip" (_ip_option_value).
+    # SO_LINGER, IPV6_V6ONLY, SO_ERROR, SO_TYPE and the read-only ones are handled before the table.
+    # The IP header's hop limit and traffic class ("ip"): EFI carries them in the child's
+    # configuration (TCP4/UDP4 TimeToLive and TypeOfService, TCP6/UDP6 HopLimit and TrafficClass),
+    # so they take effect at the next Configure -- set them before bind/connect/listen, as
+    # TCP_NODELAY (docs/edk2.md section 3.9); later they are recorded and read back only.
     _OPTIONS = {
-        (SOL_SOCKET, SO_REUSEADDR): "reuseaddr", (SOL_SOCKET, SO_KEEPALIVE): "keepalive",
-        (SOL_SOCKET, SO_RCVBUF): "rcvbuf", (SOL_SOCKET, SO_SNDBUF): "sndbuf",
-        (IPPROTO_TCP, TCP_NODELAY): "nodelay", (SOL_SOCKET, SO_BROADCAST): "broadcast",
+        (SOL_SOCKET, SO_REUSEADDR): ("reuseaddr", "bool", None),
+        (SOL_SOCKET, SO_KEEPALIVE): ("keepalive", "bool", None),
+        (SOL_SOCKET, SO_BROADCAST): ("broadcast", "bool", None),
+        (SOL_SOCKET, SO_RCVBUF): ("rcvbuf", "int", None),
+        (SOL_SOCKET, SO_SNDBUF): ("sndbuf", "int", None),
+        (IPPROTO_TCP, TCP_NODELAY): ("nodelay", "bool", None),
+        (IPPROTO_IP, IP_TTL): ("ttl", "ip", AF_INET),
+        (IPPROTO_IP, IP_TOS): ("tos", "ip", AF_INET),
+        (IPPROTO_IPV6, IPV6_UNICAST_HOPS): ("ttl", "ip", AF_INET6),
+        (IPPROTO_IPV6, IPV6_TCLASS): ("tos", "ip", AF_INET6),
     }
-    _BOOLEAN_OPTIONS = ("reuseaddr", "keepalive", "nodelay", "broadcast")
-    # The IP header's hop limit and traffic class: EFI carries them in the child's configuration
-    # (TCP4/UDP4 TimeToLive and TypeOfService, TCP6/UDP6 HopLimit and TrafficClass), so they take
-    # effect at the next Configure -- set them before bind/connect/listen, as TCP_NODELAY
-    # (docs/edk2.md section 3.9); later they are recorded and read back only.
-    _IP_OPTIONS = {(AF_INET, IPPROTO_IP, IP_TTL): "ttl", (AF_INET, IPPROTO_IP, IP_TOS): "tos",
-                   (AF_INET6, IPPROTO_IPV6, IPV6_UNICAST_HOPS): "ttl", (AF_INET6, IPPROTO_IPV6, IPV6_TCLASS): "tos"}
+
+    def _option(self, level, optname):
+        """(name, how) of a table option for this socket's family; ENOPROTOOPT if there is none."""
+        entry = self._OPTIONS.get((level, optname))
+        if entry is None or entry[2] not in (None, self._family):
+            raise _error(_errno.ENOPROTOOPT)
+        return entry[0], entry[1]
 
     @_efi_guarded
     def setsockopt(self, level, optname, value, optlen=None):
@@ -779,16 +792,14 @@ class socket(object):
                 raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI TCP6 never carries IPv4:"
                                                 " IPV6_V6ONLY is always 1)")
             return
-        name = self._OPTIONS.get((level, optname)) or self._IP_OPTIONS.get((self._family, level, optname))
-        if name is None:
-            raise _error(_errno.ENOPROTOOPT)
+        name, how = self._option(level, optname)
         if not isinstance(value, _INT_TYPES):
             if len(value) < 4:
                 raise _error(_errno.EINVAL)
             value = _struct.unpack("i", value[:4])[0]
-        if name in ("ttl", "tos"):
+        if how == "ip":
             value = self._ip_option_value(name, value)
-        elif name in self._BOOLEAN_OPTIONS:
+        elif how == "bool":
             value = int(value != 0)
         try:
             endpoint.set_option(name, value)
@@ -818,9 +829,7 @@ class socket(object):
         elif (level, optname) == (IPPROTO_IPV6, IPV6_V6ONLY) and self._family == AF_INET6:
             value = 1  # always (see setsockopt)
         else:
-            name = self._OPTIONS.get((level, optname)) or self._IP_OPTIONS.get((self._family, level, optname))
-            if name is None:
-                raise _error(_errno.ENOPROTOOPT)
+            name = self._option(level, optname)[0]
             try:
                 value = int(endpoint.get_option(name))
             except KeyError:  # an option of the other protocol

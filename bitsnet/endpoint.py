@@ -1,7 +1,8 @@
 """The endpoint interface: what ``select.py`` and the socket layer ask of an endpoint.
 
 An endpoint is the non-blocking half of a socket: ``tcp.TcpEndpoint`` and ``udp.UdpEndpoint``
-over an EFI child, and ``socketpair.PairEndpoint`` in memory. The socket type in
+over an EFI child, ``socketpair.PairEndpoint`` in memory, and ``tls_socket.TlsEndpoint`` (a TCP
+endpoint while TLS runs over it). The socket type in
 ``_socket.py`` adds descriptors, timeouts and blocking on top; ``select.py`` reads readiness
 from the predicates below. ``Endpoint`` declares every member they use, once, as
 ``selectors.BaseSelector`` declares its own: each raises NotImplementedError until a subclass
@@ -29,8 +30,8 @@ def _abstract_property(name, doc):
 
 
 class Endpoint(object):
-    """The interface; see the module docstring. Subclasses: TcpEndpoint, UdpEndpoint and
-    socketpair.PairEndpoint."""
+    """The interface; see the module docstring. Subclasses: TcpEndpoint, UdpEndpoint,
+    socketpair.PairEndpoint and tls_socket.TlsEndpoint."""
 
     # No instance dict here: TcpEndpoint keeps __slots__ (select() reads every endpoint on every
     # round, and per-instance dicts outgrow the caches with a thousand endpoints).

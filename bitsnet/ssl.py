@@ -39,138 +39,31 @@ bitsnet.tls_x509, the chain check in bitsnet.x509verify (signatures: bitsnet.sig
 from __future__ import absolute_import
 
 import binascii
-import sys
 
-from bitsnet import _socket as _bitsnet_socket
-from bitsnet import tls as _tls
+from bitsnet import tls_socket
+# The API's constants and exceptions, this module's own names. In several statements:
+# BITS quirk: BITS's compiler aborts on one line's bytecode over 255 bytes (docs/bits-environment.md section 9).
+from bitsnet.ssl_common import (  # noqa: F401
+    OPENSSL_VERSION, OPENSSL_VERSION_INFO, OPENSSL_VERSION_NUMBER, HAS_SNI, HAS_ALPN, HAS_NPN, HAS_ECDH,
+    HAS_TLSv1_3, HAS_NEVER_CHECK_COMMON_NAME, CHANNEL_BINDING_TYPES, DEFAULT_CAFILES)
+from bitsnet.ssl_common import (  # noqa: F401
+    CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED, PROTOCOL_SSLv23, PROTOCOL_TLS, PROTOCOL_TLSv1, PROTOCOL_TLSv1_1,
+    PROTOCOL_TLSv1_2, PROTOCOL_TLS_CLIENT, PROTOCOL_TLS_SERVER)
+from bitsnet.ssl_common import (  # noqa: F401
+    OP_ALL, OP_NO_SSLv2, OP_NO_SSLv3, OP_NO_TLSv1, OP_NO_TLSv1_1, OP_NO_TLSv1_2, OP_NO_TLSv1_3,
+    OP_NO_COMPRESSION, OP_CIPHER_SERVER_PREFERENCE, OP_SINGLE_DH_USE, OP_SINGLE_ECDH_USE, OP_NO_TICKET)
+from bitsnet.ssl_common import (  # noqa: F401
+    VERIFY_DEFAULT, VERIFY_X509_STRICT, VERIFY_X509_TRUSTED_FIRST, VERIFY_CRL_CHECK_LEAF, VERIFY_CRL_CHECK_CHAIN)
+from bitsnet.ssl_common import (  # noqa: F401
+    SSL_ERROR_SSL, SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_X509_LOOKUP, SSL_ERROR_SYSCALL,
+    SSL_ERROR_ZERO_RETURN, SSL_ERROR_WANT_CONNECT, SSL_ERROR_EOF, SSL_ERROR_INVALID_ERROR_CODE)
+from bitsnet.ssl_common import (  # noqa: F401
+    socket_error, SSLError, SSLZeroReturnError, SSLWantReadError, SSLWantWriteError, SSLSyscallError, SSLEOFError,
+    SSLCertVerificationError, CertificateError, match_hostname)
+from bitsnet.ssl_common import _PY3, _dnsname_match, _from_failure, _ip_address, _ssl_error  # noqa: F401
 
-_PY3 = sys.version_info[0] >= 3
-
-OPENSSL_VERSION = "EFI_TLS_PROTOCOL (the firmware's TLS)"
-OPENSSL_VERSION_INFO = (0, 0, 0, 0, 0)
-OPENSSL_VERSION_NUMBER = 0
-HAS_SNI = True  # EDK2 sends it with EfiTlsVerifyHost where it can (TlsSetServerName)
-HAS_ALPN = False
-HAS_NPN = False
-HAS_ECDH = True
-HAS_TLSv1_3 = False  # bitsnet asks the firmware for TLS 1.2 (docs/tls.md section 2.2)
-HAS_NEVER_CHECK_COMMON_NAME = False
-CHANNEL_BINDING_TYPES = []  # type: list
-DEFAULT_CAFILES = ["/boot/bitsnet/ca.pem"]  # loaded by load_default_certs() when present
-
-CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED = 0, 1, 2
-PROTOCOL_SSLv23 = PROTOCOL_TLS = 2
-PROTOCOL_TLSv1 = 3
-PROTOCOL_TLSv1_1 = 4
-PROTOCOL_TLSv1_2 = 5
-PROTOCOL_TLS_CLIENT = 16
-PROTOCOL_TLS_SERVER = 17
-OP_ALL = 0x80000054
-OP_NO_SSLv2 = 0
-OP_NO_SSLv3 = 0x02000000
-OP_NO_TLSv1 = 0x04000000
-OP_NO_TLSv1_1 = 0x10000000
-OP_NO_TLSv1_2 = 0x08000000
-OP_NO_TLSv1_3 = 0x20000000
-OP_NO_COMPRESSION = 0x00020000
-OP_CIPHER_SERVER_PREFERENCE = 0x00400000
-OP_SINGLE_DH_USE = 0
-OP_SINGLE_ECDH_USE = 0
-OP_NO_TICKET = 0x00004000
-VERIFY_DEFAULT = 0
-VERIFY_X509_STRICT = 0x20
-VERIFY_X509_TRUSTED_FIRST = 0x8000
-VERIFY_CRL_CHECK_LEAF = 0x4
-VERIFY_CRL_CHECK_CHAIN = 0xC
-SSL_ERROR_SSL = 1
-SSL_ERROR_WANT_READ = 2
-SSL_ERROR_WANT_WRITE = 3
-SSL_ERROR_WANT_X509_LOOKUP = 4
-SSL_ERROR_SYSCALL = 5
-SSL_ERROR_ZERO_RETURN = 6
-SSL_ERROR_WANT_CONNECT = 7
-SSL_ERROR_EOF = 8
-SSL_ERROR_INVALID_ERROR_CODE = 10
 _PROTOCOL_NAMES = {PROTOCOL_TLS: "TLS", PROTOCOL_TLSv1: "TLSv1", PROTOCOL_TLSv1_1: "TLSv1.1",
                    PROTOCOL_TLSv1_2: "TLSv1.2", PROTOCOL_TLS_CLIENT: "TLS_CLIENT", PROTOCOL_TLS_SERVER: "TLS_SERVER"}
-socket_error = _bitsnet_socket.error  # OSError; on 2.7 socket.error, which urllib2 turns into URLError
-
-
-# --- errors ----------------------------------------------------------------------------------
-class SSLError(socket_error):  # type: ignore[valid-type,misc]
-    """An error in the TLS layer; ``reason`` names it as OpenSSL's would (CERTIFICATE_VERIFY_FAILED...)."""
-
-    library = "SSL"
-    reason = None  # type: object
-
-    def __str__(self):
-        if len(self.args) >= 2 and isinstance(self.args[0], int):
-            return str(self.args[1])
-        return socket_error.__str__(self)
-
-
-class SSLZeroReturnError(SSLError):
-    """The peer closed the TLS session (close_notify)."""
-
-
-class SSLWantReadError(SSLError):
-    """Non-blocking socket: more data must arrive first."""
-
-
-class SSLWantWriteError(SSLError):
-    """Non-blocking socket: the transport must drain first."""
-
-
-class SSLSyscallError(SSLError):
-    """The transport failed under the TLS layer."""
-
-
-class SSLEOFError(SSLError):
-    """The transport ended where the TLS protocol does not allow it."""
-
-
-class SSLCertVerificationError(SSLError, ValueError):
-    """The server's certificate was not accepted (verify_code, verify_message as in CPython)."""
-
-    verify_code = 0
-    verify_message = ""
-
-
-if _PY3:
-    CertificateError = SSLCertVerificationError
-else:
-    class CertificateError(ValueError):  # type: ignore[no-redef]
-        """2.7's match_hostname failure."""
-
-
-def _ssl_error(cls, code, reason, message):
-    error = cls(code, "[SSL: %s] %s" % (reason, message) if reason else message)
-    error.reason = reason
-    return error
-
-
-def _from_failure(failure, context=None):
-    """A bitsnet.tls.TlsFailure as the SSLError CPython would raise."""
-    kind = failure.kind
-    message = str(failure)
-    if kind == "verify":
-        if context is not None and not context._cadata:
-            message += "; this SSLContext gave the firmware no CA certificate (load_verify_locations, " \
-                       "or a PEM file at %s)" % DEFAULT_CAFILES[0]
-        cls = SSLCertVerificationError if _PY3 else SSLError
-        error = _ssl_error(cls, SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED", message)
-        error.verify_message = message
-        # X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, other
-        error.verify_code = {45: 10, 48: 20}.get(failure.alert, 1)
-        return error
-    if kind == "eof":
-        return _ssl_error(SSLEOFError, SSL_ERROR_EOF, "UNEXPECTED_EOF_WHILE_READING", message)
-    if kind == "alert":
-        name = _tls.ALERTS.get(failure.alert, "alert").upper()
-        return _ssl_error(SSLError, SSL_ERROR_SSL, "TLSV1_ALERT_" + name, message)
-    if kind == "unavailable":
-        return _ssl_error(SSLError, SSL_ERROR_SSL, "NO_FIRMWARE_TLS", message)
-    return _ssl_error(SSLError, SSL_ERROR_SSL, kind.upper(), message)
 
 
 # --- certificates ----------------------------------------------------------------------------
@@ -429,65 +322,6 @@ def get_default_verify_paths():
     return ("SSL_CERT_FILE", DEFAULT_CAFILES[0], "SSL_CERT_DIR", None)
 
 
-# --- host names (what the firmware checks with EfiTlsVerifyHost, for firmware without it) ------
-def _dnsname_match(pattern, hostname):
-    pattern, hostname = pattern.lower().rstrip("."), hostname.lower().rstrip(".")
-    if "*" not in pattern:
-        return pattern == hostname
-    head, _, tail = pattern.partition(".")
-    if head != "*" or not tail or tail.count(".") < 1:
-        return False  # only a whole left-most label, never "*.com" (the firmware's flags: NO_PARTIAL_WILDCARDS)
-    first, _, rest = hostname.partition(".")
-    return bool(first) and rest == tail
-
-
-def _ip_address(text):
-    """The packed address if ``text`` is an IPv4 (dotted quad, as OpenSSL's a2i_IPADDRESS reads it)
-    or IPv6 address, else None."""
-    from bitsnet import inet
-    if isinstance(text, bytes) and not isinstance(text, str):
-        text = text.decode("ascii", "replace")
-    return inet.parse_ipv4(text, strict=True) or (inet.pack_ipv6(text) if ":" in text else None)
-
-
-def match_hostname(cert, hostname):
-    """Raise CertificateError unless ``cert`` (a getpeercert() dict) is for ``hostname``. An IP
-    address matches only IP address entries of subjectAltName, never a DNS entry or the
-    commonName (RFC 6125 section 1.7.2, as CPython and OpenSSL's X509_check_ip do)."""
-    if not cert:
-        raise ValueError("empty or no certificate, match_hostname needs a SSL socket or SSL context "
-                         "with either CERT_OPTIONAL or CERT_REQUIRED")
-    names = []
-    address = _ip_address(hostname)
-    for kind, value in cert.get("subjectAltName", ()):
-        if kind == "DNS":
-            if address is None and _dnsname_match(value, hostname):
-                return
-            names.append(value)
-        elif kind == "IP Address":
-            if address is not None and _ip_address(value.strip()) == address:
-                return
-            names.append(value)
-    if not names and address is None:
-        for rdn in cert.get("subject", ()):
-            for key, value in rdn:
-                if key == "commonName":
-                    if _dnsname_match(value, hostname):
-                        return
-                    names.append(value)
-    if len(names) > 1:
-        message = "hostname %r doesn't match either of %s" % (hostname, ", ".join(map(repr, names)))
-    elif names:
-        message = "hostname %r doesn't match %r" % (hostname, names[0])
-    else:
-        message = "no appropriate commonName or subjectAltName fields were found"
-    if _PY3:
-        raise _ssl_error(SSLCertVerificationError, SSL_ERROR_SSL, "CERTIFICATE_VERIFY_FAILED",
-                         "certificate verify failed: Hostname mismatch, certificate is not valid for %r. (%s)"
-                         % (hostname, message))
-    raise CertificateError(message)
-
-
 def _parse_cert(der):
     """A getpeercert()-style dict (subject commonName, subjectAltName) from DER, or {}."""
     try:
@@ -498,7 +332,4 @@ def _parse_cert(der):
 
 
 SSLObject = None  # no memory-BIO TLS (asyncio's client falls back to its socket transport)
-
-# Last: tls_socket uses everything above (SSLError, match_hostname...).
-from bitsnet import tls_socket  # noqa: E402
-from bitsnet.tls_socket import SSLSocket  # noqa: E402,F401
+SSLSocket = tls_socket.SSLSocket

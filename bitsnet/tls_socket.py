@@ -5,17 +5,16 @@ that mixes ``SSLSocket`` into the socket's own class -- 3.x's ``socket.socket``,
 or bitsnet's ``_socket.socket`` -- so the result is still a socket for ``isinstance``,
 ``makefile`` and ``select``, takes over the fd, and routes recv/send through the TLS session.
 Raw TLS records go through the base class's own recv/send (``_Transport``). While TLS runs,
-the fd's endpoint is wrapped (``_TlsEndpoint``) so that select()/poll() count decrypted data
-waiting in the TLS layer as readable.
+the fd's endpoint is a ``TlsEndpoint`` over the TCP one, so that select()/poll() count decrypted
+data waiting in the TLS layer as readable.
 
-Imported by bitsnet.ssl only (it names ``SSLSocket``); the API it raises (SSLError...) is
-bitsnet.ssl's.
+Imported by bitsnet.ssl (it names ``SSLSocket``); the API's constants and exceptions come from
+bitsnet.ssl_common, the leaf both share.
 """
 
 from __future__ import absolute_import
 
 import errno as _errno
-import sys
 import weakref
 
 try:
@@ -23,13 +22,12 @@ try:
 except ImportError:
     pass
 
-import bitsnet.ssl  # noqa: F401  (loaded first: it imports this module at its end)
 from bitsnet import _socket as _bitsnet_socket
 from bitsnet import clock
 from bitsnet import efidefs_tls as T
+from bitsnet import endpoint as _endpoint
+from bitsnet import ssl_common as _api
 from bitsnet import tls as _tls
-
-_api = sys.modules["bitsnet.ssl"]
 
 _classes = {}  # type: dict   # socket class -> the SSLSocket class built over it
 _NO_CHECK_TIME = 0x200000  # OpenSSL's X509_V_FLAG_NO_CHECK_TIME (CPython's ssl has no name for it)
@@ -114,24 +112,38 @@ class _Transport(object):
             raise
 
 
-class _TlsEndpoint(object):
-    """The TCP endpoint as select() sees it while TLS runs over it: readable also when the
-    TLS layer holds decrypted data or a whole received record (CPython's ssl leaves that to
-    the caller's pending(); here select() and selectors just work)."""
+class TlsEndpoint(_endpoint.StreamEndpoint):
+    """The fd's endpoint while TLS runs over a TCP one: that endpoint, readable also when the TLS
+    layer holds decrypted data or a whole received record (CPython's ssl leaves that to the
+    caller's pending(); here select() and selectors just work). Every other member of the
+    interface is the TCP endpoint's own (``_forward`` below)."""
+
+    __slots__ = ("inner", "session")
 
     def __init__(self, inner, session):
-        self.__dict__["_inner"] = inner
-        self.__dict__["_session"] = session
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name, value):
-        setattr(self._inner, name, value)
+        self.inner = inner  # the TCP endpoint, back in the fd table when TLS ends (unwrap, close)
+        self.session = session
 
     def can_recv(self):
-        session = self._session
-        return bool(session.plain) or session.buffered_record() or session.eof or self._inner.can_recv()
+        session = self.session
+        return bool(session.plain) or session.buffered_record() or session.eof or self.inner.can_recv()
+
+
+def _forward(name, member):
+    """A member of the interface that is the TCP endpoint's as it is."""
+    if isinstance(member, property):
+        return property(lambda self: getattr(self.inner, name), doc=member.__doc__)
+
+    def method(self, *args, **kwargs):
+        return getattr(self.inner, name)(*args, **kwargs)
+    method.__name__, method.__doc__ = name, member.__doc__
+    return method
+
+
+for _interface in (_endpoint.Endpoint, _endpoint.StreamEndpoint):
+    for _name, _member in sorted(vars(_interface).items()):
+        if not _name.startswith("_") and _name not in vars(TlsEndpoint):
+            setattr(TlsEndpoint, _name, _forward(_name, _member))
 
 
 class SSLSocket(object):
@@ -199,13 +211,13 @@ class SSLSocket(object):
     # -- plumbing
     def _hook_select(self):
         descriptor = _bitsnet_socket.lookup(self.fileno())
-        if descriptor is not None and not isinstance(descriptor.endpoint, _TlsEndpoint):
+        if descriptor is not None and not isinstance(descriptor.endpoint, TlsEndpoint):
             self._endpoint_hook = (descriptor, descriptor.endpoint)
-            descriptor.endpoint = _TlsEndpoint(descriptor.endpoint, self._session)
+            descriptor.endpoint = TlsEndpoint(descriptor.endpoint, self._session)
 
     def _unhook_select(self):
         hook, self._endpoint_hook = self._endpoint_hook, None
-        if hook is not None and isinstance(hook[0].endpoint, _TlsEndpoint):
+        if hook is not None and isinstance(hook[0].endpoint, TlsEndpoint):
             hook[0].endpoint = hook[1]
 
     def _teardown(self):

@@ -94,3 +94,35 @@ def test_pair_endpoint_provides_every_member():
     from bitsnet import socketpair
     assert [name for name in _members(endpoint.Endpoint) + _members(endpoint.StreamEndpoint)
             if _owner(socketpair.PairEndpoint, name) in (endpoint.Endpoint, endpoint.StreamEndpoint)] == []
+
+
+def test_tls_endpoint_provides_every_member():
+    """While TLS runs the fd's endpoint is a TlsEndpoint: a StreamEndpoint whose members are the
+    TCP endpoint's, except can_recv, which also counts what the TLS layer holds."""
+    from bitsnet import tls_socket
+    assert issubclass(tls_socket.TlsEndpoint, endpoint.StreamEndpoint)
+    assert [name for name in _members(endpoint.Endpoint) + _members(endpoint.StreamEndpoint)
+            if _owner(tls_socket.TlsEndpoint, name) in (endpoint.Endpoint, endpoint.StreamEndpoint)] == []
+
+    class Session(object):
+        plain, eof = b"", False
+
+        def buffered_record(self):
+            return False
+    inner, session = tcp.TcpEndpoint(), Session()
+    ep = tls_socket.TlsEndpoint(inner, session)
+    assert (ep.listening, ep.connected, ep.local_address) == (inner.listening, inner.connected, None)
+    assert ep.can_recv() == inner.can_recv()
+    session.plain = b"decrypted"
+    assert ep.can_recv() is True
+
+
+def test_ssl_imports_no_circle():
+    """ssl.py -> tls_socket.py -> ssl_common.py: the leaf imports neither of the other two."""
+    import os
+    import re
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bitsnet")
+    for name, never in (("ssl_common.py", ("ssl", "tls_socket")), ("tls_socket.py", ("ssl",))):
+        with open(os.path.join(root, name)) as source:
+            imported = set(re.findall(r"^\s*(?:from bitsnet import|import bitsnet\.)\s*(\w+)", source.read(), re.M))
+        assert imported.isdisjoint(never), (name, imported)
