@@ -20,7 +20,7 @@ except ImportError:  # Python 2.7 (the browser test itself is Python 3 only)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-APT_TIMEOUT = 600  # s: a first install downloads ~100 MB
+APT_TIMEOUT = 1500  # s: a first install downloads ~100 MB, after waiting up to 900 s for the lock
 DRIVER_START = 20.0  # s for chromedriver to answer /status
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C WebDriver element reference key
 KEYS = {"ENTER": u"\ue007", "UP": u"\ue013", "DOWN": u"\ue015", "CONTROL": u"\ue009"}
@@ -38,7 +38,9 @@ def ensure_chromium():
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         return "chromium/chromium-driver missing and not root: apt-get install -y chromium chromium-driver"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "chromium", "chromium-driver"]):
+    wait = ["-o", "DPkg::Lock::Timeout=900"]  # the other lane of tools/check may be installing too
+    for command in ([apt, "update", "-q"] + wait,
+                    [apt, "install", "-y", "-q"] + wait + ["chromium", "chromium-driver"]):
         try:
             subprocess.check_output(command, stderr=subprocess.STDOUT, env=env, timeout=APT_TIMEOUT)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:

@@ -59,6 +59,7 @@ NIC_NAMES = ["virtio-net", "e1000", "rtl8139", "virtio-net-dxe"]
 GUEST_HOST = "10.0.2.2"  # the namespace's loopback as the guest sees it (slirp's host alias)
 GUEST_SELF = "10.0.2.15"  # the address slirp's DHCP gives the guest
 GUEST_HOST6 = "fec0::2"  # slirp's IPv6 host alias: the namespace's ::1 as the guest sees it
+APT_LOCK_WAIT = 900  # s apt-get waits for another apt-get's lock (apt 1.9.11+: DPkg::Lock::Timeout)
 _clock = getattr(time, "monotonic", time.time)
 
 
@@ -99,10 +100,13 @@ def apt_install(packages, tool="qemu_vm"):
     print("%s: installing %s" % (tool, " ".join(packages)))
     sys.stdout.flush()
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    command = prefix + ["apt-get", "install", "-y", "--no-install-recommends"] + list(packages)
+    # tools/check's two lanes may install at the same time on a fresh machine (nginx for the 2.7
+    # tests while the 3 lane installs QEMU): wait for the other's dpkg lock instead of failing.
+    command = prefix + ["apt-get", "-o", "DPkg::Lock::Timeout=%d" % APT_LOCK_WAIT, "install", "-y",
+                        "--no-install-recommends"] + list(packages)
     status = subprocess.call(command, env=env)
     if status != 0:
-        subprocess.call(prefix + ["apt-get", "update"], env=env)
+        subprocess.call(prefix + ["apt-get", "-o", "DPkg::Lock::Timeout=%d" % APT_LOCK_WAIT, "update"], env=env)
         status = subprocess.call(command, env=env)
     return status
 
