@@ -62,6 +62,7 @@ data (EOPNOTSUPP), AF_UNIX and raw sockets (EAFNOSUPPORT / EPROTONOSUPPORT).
 
 from __future__ import absolute_import
 
+import collections as _collections
 import errno as _errno
 import struct as _struct
 import sys as _sys
@@ -157,6 +158,11 @@ except ImportError:
     except ImportError:
         _get_ident = None  # type: ignore[assignment]
 _inside = _events.entered  # [the thread inside bitsnet's socket layer, how deep]
+# A socket object may be finalized on any thread: the cyclic garbage collector runs on whichever
+# thread allocates (a test's peer thread, the simulator's firmware threads), and its __del__ must
+# not enter the firmware there. It queues the fd instead; the next thread that enters releases it.
+_HOME_THREAD = _get_ident() if _get_ident is not None else None  # the thread that imported bitsnet
+_deferred_closes = _collections.deque()  # type: _collections.deque   # fds whose object died elsewhere
 
 
 def _enter():
@@ -170,6 +176,26 @@ def _enter():
                            " bitsnet; use bitsnet's sockets from one thread at a time" % (me, owner))
     _inside[0] = me
     _inside[1] += 1
+    if _deferred_closes:
+        close_deferred()
+
+
+def close_deferred():
+    """Release the fds of socket objects finalized on another thread (see _deferred_closes)."""
+    while _deferred_closes:
+        try:
+            _release(_deferred_closes.popleft())
+        except Exception:
+            pass  # as a close() from __del__: nobody to tell
+
+
+def _finalized_elsewhere():
+    """Whether a __del__ running now must leave the firmware alone: it runs on a thread other
+    than bitsnet's home thread, or while another thread is inside bitsnet (BITS: never)."""
+    if _get_ident is None:
+        return False
+    me = _get_ident()
+    return me != _HOME_THREAD or _inside[0] not in (None, me)
 
 
 def _leave():
@@ -479,6 +505,10 @@ class socket(object):
                 warnings.warn("unclosed %r" % (self,), ResourceWarning, stacklevel=2, source=self)
         except Exception:
             pass
+        if self._fd >= 0 and _finalized_elsewhere():
+            fd, self._fd, self._descriptor = self._fd, -1, None
+            _deferred_closes.append(fd)
+            return
         try:
             self.close()
         except Exception:

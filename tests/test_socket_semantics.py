@@ -553,6 +553,30 @@ def test_a_second_thread_entering_while_one_is_inside_is_refused(sock_net):
         s.close()
 
 
+def test_a_socket_finalized_on_another_thread_is_closed_by_the_next_caller(sock_net):
+    """The garbage collector may finalize a socket on any thread (a peer's, the simulator's):
+    its __del__ queues the fd and touches no firmware there; the next socket call on bitsnet's
+    own thread closes the connection, and the peer sees the FIN."""
+    listener = Listener()
+    client, server = bitsnet_pair(listener)
+    holder = [client]
+    del client
+    fd = holder[0].fileno()
+    tokens_before = bs._events._state["seq"]
+    thread = threading.Thread(target=holder.pop)  # the last reference dies on this thread
+    thread.start()
+    thread.join(5)
+    assert not holder and bs._events._state["seq"] == tokens_before  # nothing reached the firmware there
+    assert list(bs._deferred_closes) == [fd] and bs.lookup(fd) is not None
+    probe = bs.socket()
+    probe.setsockopt(bs.SOL_SOCKET, bs.SO_REUSEADDR, 1)  # the next call on bitsnet's own thread
+    assert bs.lookup(fd) is None and not bs._deferred_closes
+    server.settimeout(10)
+    assert server.recv(10) == b""  # the close was a real one: the peer sees the FIN
+    for s in (probe, server):
+        s.close()
+
+
 # --- item 4: the caller's deadline reaches address bring-up (DHCP) ----------------------------
 DHCP_DELAY = 1.5  # seconds the simulated DHCP server takes to answer
 
