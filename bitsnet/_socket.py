@@ -177,10 +177,10 @@ def _enter():
     _inside[0] = me
     _inside[1] += 1
     if _deferred_closes:
-        close_deferred()
+        _close_deferred()
 
 
-def close_deferred():
+def _close_deferred():
     """Release the fds of socket objects finalized on another thread (see _deferred_closes)."""
     while _deferred_closes:
         try:

@@ -63,7 +63,10 @@ SETTLE_TIMEOUT = 10.0  # seconds teardown waits for graceful closes to exchange 
 # an explicit port takes one of PORTS_PER_SLOT from port(i). Slot 0 is the plain default
 # machine, 127.0.0.2, so a lone run is what it always was.
 DEFAULT_STATION = "127.0.0.2"  # MachineConfig's (and efirun's) default address
-PORT_RANGE = (46000, 46999)  # explicit ports the suite may use, shared out among the slots
+# Explicit ports the suite may use, shared out among the slots: below Linux's ephemeral range
+# (32768-60999), where any client socket on the machine may hold one at any moment (nginx on
+# 46000 once failed to start: "Address already in use"), and below bitsnet's station ports.
+PORT_RANGE = (30000, 30999)
 PORTS_PER_SLOT = 20
 
 
@@ -248,7 +251,7 @@ def bitsnet_teardown(settle_timeout=SETTLE_TIMEOUT):
     udp = sys.modules.get("bitsnet.udp")
     sockets = sys.modules.get("bitsnet._socket")
     if sockets is not None:
-        sockets.close_deferred()  # sockets finalized on a peer's or the firmware's thread
+        sockets._close_deferred()  # sockets finalized on a peer's or the firmware's thread
     lost = lost_completions(events)
     if lost:
         problems.append("completions written by the firmware but never processed: %r" % (lost,))
