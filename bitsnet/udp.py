@@ -60,7 +60,8 @@ FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queue
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
 TIME_TO_LIVE = 64
 ICMP_POLL_INTERVAL = 0.001  # seconds: how often a connected send() lets an ICMP error arrive first
-OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos")
+OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos",
+           "linger")  # SO_LINGER: nothing to linger for on UDP, but Linux accepts it, so we record it
 
 # The stack-wide state (stack.py) this module adds to.
 _closer = stack.udp_closer
@@ -88,7 +89,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         EfiChild.__init__(self, fam or family.INET)
         self._info = None  # the Ip4Info the child was configured with
         self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM,
-                         "ttl": TIME_TO_LIVE, "tos": 0}
+                         "ttl": TIME_TO_LIVE, "tos": 0, "linger": None}
         self._configured = False
         self._local = None  # type: tuple   # (host as bound, port)
         self._station = None  # the address the child is configured with
@@ -511,6 +512,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
                 self._rx.max_bytes = value
         elif name in ("ttl", "tos"):
             value = int(value)  # TimeToLive/HopLimit, TypeOfService/TrafficClass
+        elif name == "linger":
+            value = None if value is None else (bool(value[0]), int(value[1]))
         else:
             value = bool(value)
         changed = self._options[name] != value
