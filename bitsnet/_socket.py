@@ -226,7 +226,7 @@ class _Descriptor(object):
     """What an fd names: one endpoint, plus the state that belongs to it rather than to a
     socket object (``dup()`` shares it; timeouts are per socket object, as in CPython)."""
 
-    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "connect_pending", "wildcard")
+    __slots__ = ("endpoint", "family", "type", "proto", "refs", "connect_pending", "wildcard")
 
     def __init__(self, endpoint, family, type, proto):
         self.endpoint = endpoint
@@ -234,7 +234,6 @@ class _Descriptor(object):
         self.type = type
         self.proto = proto
         self.refs = 1  # fds naming this descriptor
-        self.read_shut = False  # shutdown(SHUT_RD) seen: recv returns b'' (kept in Python)
         self.connect_pending = False  # a non-blocking connect not yet reported by a later connect
         self.wildcard = False  # bound to INADDR_ANY / in6addr_any: getsockname says so until connected
 
@@ -999,7 +998,7 @@ class socket(object):
             raise _error(_errno.EINVAL, "Invalid argument (EFI TCP delivers urgent data inline)")
         if flags & _NOT_STREAM_RECV_FLAGS:
             raise _error(_errno.EOPNOTSUPP)
-        if nbytes == 0 or self._descriptor.read_shut:
+        if nbytes == 0 or endpoint.read_shut:
             return 0 if buffer is not None else b""
         peek = bool(flags & MSG_PEEK)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
@@ -1185,16 +1184,9 @@ class socket(object):
         endpoint = self._endpoint()
         if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
             raise _error(_errno.EINVAL)
-        if self._type == SOCK_DGRAM:
-            if endpoint.remote_address is None:
-                raise _error(_errno.ENOTCONN)
-            self._descriptor.read_shut = self._descriptor.read_shut or how in (SHUT_RD, SHUT_RDWR)
-            return
-        if not endpoint.connected:
+        if self._type != SOCK_DGRAM and not endpoint.connected:
             raise _error(_errno.ENOTCONN)
-        if how in (SHUT_RD, SHUT_RDWR):
-            self._descriptor.read_shut = True
-        endpoint.shutdown(how)  # SHUT_RD: the endpoint drops what arrives from now on
+        endpoint.shutdown(how)  # SHUT_RD is the endpoint's (``read_shut``): TCP drops what arrives from now on
 
 
 SocketType = socket

@@ -49,6 +49,8 @@ class Endpoint(object):
                                                             "before any connect); False for the others.")
     local_address = _abstract_property("local_address", "The (host, port[, ...]) bound, or None.")
     remote_address = _abstract_property("remote_address", "The connected peer's (host, port[, ...]), or None.")
+    read_shut = _abstract_property("read_shut", "shutdown(SHUT_RD) was asked: a stream's recv answers EOF at once, "
+                                                "and select() calls the socket readable (as Linux).")
 
     # --- driving the firmware ----------------------------------------------------------------
     def progress(self):

@@ -10,7 +10,7 @@ loopback interface, which EDK2 does not have, docs/edk2.md section 3.10). ``pair
 import errno
 
 from bitsnet import buffers, errors
-from bitsnet.constants import SHUT_RDWR, SHUT_WR
+from bitsnet.constants import SHUT_RD, SHUT_RDWR, SHUT_WR
 from bitsnet.endpoint import StreamEndpoint
 
 
@@ -26,6 +26,7 @@ class PairEndpoint(StreamEndpoint):
     connecting = False
     failed = False
     never_connected = False  # connected from birth
+    read_shut = False  # SHUT_RD is the endpoint's, set by shutdown(): the socket's recv answers b"" at once
     local_address = remote_address = ("127.0.0.1", 0)
 
     def __init__(self):
@@ -80,6 +81,7 @@ class PairEndpoint(StreamEndpoint):
         return n
 
     def shutdown(self, how):
+        self.read_shut = self.read_shut or how in (SHUT_RD, SHUT_RDWR)
         if how in (SHUT_WR, SHUT_RDWR):
             self._write_shut = True
             if self.peer is not None:

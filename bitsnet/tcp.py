@@ -60,6 +60,7 @@ import efi
 from bitsnet import clock, efidefs, errors, events, family, stack
 from bitsnet.buffers import ByteQueue
 from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port
+from bitsnet.constants import SHUT_RD, SHUT_RDWR, SHUT_WR
 from bitsnet.endpoint import StreamEndpoint
 # The speed policy lives with the pump that applies it (stack.py): set its numbers there.
 from bitsnet.stack import RECEIVE_CHUNK, STREAM_SEGMENT
@@ -79,7 +80,6 @@ CONNECT_TIMEOUT = 75.0
 CLOSE_TIMEOUT = 60.0  # a background graceful close that cannot finish by then is aborted
 TIME_TO_LIVE = 64
 
-SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
            "broadcast", "ttl", "tos")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
 
@@ -203,7 +203,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self.receiver = Receiver()
         self.sender = Sender(DEFAULT_SNDBUF)
         # Outside the machine (tcp_state.py): the user's SHUT_RD, SHUT_WR and close().
-        self._rd_shut = False
+        self._rd_shut = False  # SHUT_RD is the endpoint's alone: it drops what arrives from then on
         self._wr_shut = False
         self._user_closed = False
         self._close_op = None  # the Close token, graceful or abort, once posted
@@ -1001,6 +1001,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     never_connected = property(lambda self: self._state == CLOSED or self._state == BOUND)
     failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
+    read_shut = property(lambda self: self._rd_shut)
     local_address = property(lambda self: self._local)
     remote_address = property(lambda self: self._remote if self._state in CONNECTED else None)
 

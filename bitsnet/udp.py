@@ -48,6 +48,7 @@ import efi
 
 from bitsnet import clock, errors, events, family, inet, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
+from bitsnet.constants import SHUT_RD, SHUT_RDWR
 from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port  # docs/edk2.md section 3.7
 from bitsnet.endpoint import DatagramEndpoint
 
@@ -82,6 +83,9 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     listening = False
     connecting = False
     never_connected = False  # not a stream
+    # SHUT_RD is the endpoint's (the one place every layer reads it), set by shutdown(): select()
+    # then calls the socket readable; recv still waits for a datagram, as on Linux.
+    read_shut = False
     _closer = stack.udp_closer
     _POLL_UNCONFIGURED = False  # Poll goes through a configured child only
 
@@ -298,6 +302,14 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         except errors.error:
             self._remote = None
             raise
+
+    def shutdown(self, how):
+        """shutdown() of a connected datagram socket: SHUT_RD is recorded (``read_shut``), the
+        rest changes nothing (Linux: ENOTCONN unless connected)."""
+        self._check_open()
+        if self._remote is None:
+            _fail(errno.ENOTCONN, "shutdown")
+        self.read_shut = self.read_shut or how in (SHUT_RD, SHUT_RDWR)
 
     def disconnect(self):
         """connect(AF_UNSPEC): forget the default peer, keep the local port."""
