@@ -234,6 +234,8 @@ class _Descriptor(object):
         self.type = type
         self.proto = proto
         self.refs = 1  # fds naming this descriptor
+        # The socket layer's, not the endpoint's (Linux: struct socket's SS_CONNECTING, not sk_state):
+        # which connect() reports the outcome depends on the calls and their timeouts, never seen below.
         self.connect_pending = False  # a non-blocking connect not yet reported by a later connect
         self.wildcard = False  # bound to INADDR_ANY / in6addr_any: getsockname says so until connected
 

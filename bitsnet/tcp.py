@@ -651,10 +651,6 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer;
         ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._check_open()
-        if self._state == SYN_SENT:
-            _fail(errno.EALREADY, "connect")
-        if self._state in CONNECTED:
-            _fail(errno.EISCONN, "connect")
         if self._state == FAILED and self._handle is not None and not events.outstanding(self):
             # A new attempt after a failed one was reported, as Linux allows: the child forgets
             # the old peer (Configure(NULL)) and starts as a fresh one.
@@ -663,6 +659,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._error = 0
             self._event("retry")
         if self._state != CLOSED and self._state != BOUND:
+            # EALREADY/EISCONN are the socket layer's to say (_socket.socket._connect)
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         status = self._send_syn(address, timeout, deadline)
         self._event("connect")
