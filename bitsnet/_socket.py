@@ -390,7 +390,9 @@ def _inet6_address(address, who):
 
 
 def _sockaddr(family, address, who):
-    """A socket address of ``family`` -> the (host, port) an endpoint takes."""
+    """A socket address of ``family`` -> the (host, port) an endpoint takes: the one place an
+    address is checked (CPython's errors) and made a canonical literal of the family (names
+    resolved); the endpoints and family.py trust what comes out of here."""
     if family == AF_INET6:
         return _inet6_address(address, who)
     return _inet_address(address, who)

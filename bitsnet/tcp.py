@@ -613,6 +613,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             _fail(errno.EBADF, "endpoint is closed")
 
     def _address(self, address, deadline=None):
+        """(host, port, IP info) of an address the socket layer validated (_socket._sockaddr: a
+        canonical literal of this family, or the wildcard; a port 0-65535): trusted here."""
         host, port = address[:2]
         fam = self._fam
         info = self._ip_info(deadline)
@@ -620,14 +622,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             # EDK2 quirk (docs/bits-efi.md section 4): a 0.0.0.0 TCP4 listener is not served; TCP6 takes ::
             # (docs/edk2.md section 3.1).
             host = info.address if fam.version == 4 else fam.wildcard
-        canonical = fam.canonical(str(host))
-        if canonical is None:
-            _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, host))
-        host = canonical
-        if not 0 <= int(port) <= 65535:
-            # BITS quirk: no repr() of a float (docs/bits-environment.md section 10)
-            _fail(errno.EINVAL, "port out of range: %d" % int(port))
-        return host, int(port), info
+        return host, port, info
 
     def bind(self, address, deadline=None):
         """Reserve the local address now (a passive Configure), so errors and the port are known.

@@ -82,10 +82,7 @@ def test_connect_timeout_is_ours_not_edk2s(net):
 
 
 def test_connect_argument_errors(net):
-    ep = tcp.TcpEndpoint()
-    with pytest.raises(errors.error) as caught:
-        ep.connect_start(("not-an-address", 80))
-    assert caught.value.errno == errno.EINVAL
+    ep = tcp.TcpEndpoint()  # (addresses are checked once, by the socket layer: test_hostile)
     with EchoPeer() as peer:
         ep.connect_start((HOST, peer.port))
         with pytest.raises(errors.error) as caught:
