@@ -647,21 +647,27 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._check_open()
         if self._state == FAILED and self._handle is not None and not events.outstanding(self):
-            # A new attempt after a failed one was reported, as Linux allows: the child forgets
-            # the old peer (Configure(NULL)) and starts as a fresh one.
-            self._call("Configure", None)
-            self._configured = self._local = self._remote = None
-            self._error = 0
-            self._event("retry")
+            self._forget_peer()  # a new attempt after a failed one was reported, as Linux allows
         if self._state != CLOSED and self._state != BOUND:
             # EALREADY/EISCONN are the socket layer's to say (_socket.socket._connect)
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         status = self._send_syn(address, timeout, deadline)
         self._event("connect")
         if status != efi.EFI_SUCCESS:
+            # Refused by the call itself: the error is connect()'s, and the socket is left as
+            # Linux leaves one whose connect failed at once (TCP_CLOSE: POLLOUT|POLLHUP, no POLLIN).
             self._event("refused")
+            self._forget_peer()
             errors.raise_for_status(status, "connect")
         self.update()
+
+    def _forget_peer(self):
+        """After a failed connect: the child forgets the peer (Configure(NULL)) and the endpoint
+        is a fresh one (Closed), as Linux's tcp_disconnect leaves a socket."""
+        self._call("Configure", None)
+        self._configured = self._local = self._remote = None
+        self._error = 0
+        self._event("retry")
 
     def _send_syn(self, address, timeout, deadline):
         """Configure the child actively and call Connect: its status (on EFI_SUCCESS the token is
