@@ -807,7 +807,7 @@ class socket(object):
         elif reported and endpoint.failed:
             # Linux: the connect after a failed non-blocking one reports its error (sock_error);
             # the one after that starts afresh.
-            return _error(endpoint.take_error() or _errno.ECONNABORTED)
+            return self._connect_failed(endpoint)
         else:
             try:
                 endpoint.connect_start(remote, deadline=deadline)
@@ -832,7 +832,17 @@ class socket(object):
             self._wait(endpoint, lambda: not endpoint.connecting, deadline)
         if endpoint.connected:
             return None
+        if self._timeout is None:
+            return self._connect_failed(endpoint)  # Linux's blocking connect reports it itself
+        # Under a timeout CPython's connect polls and reads SO_ERROR: the socket is not disconnected.
         return _error(endpoint.take_error() or _errno.ECONNABORTED)
+
+    def _connect_failed(self, endpoint):
+        """The error of a failed connect that connect() itself reports: Linux then disconnects
+        the socket (tcp_disconnect: POLLOUT|POLLHUP, no POLLIN; a new connect starts afresh)."""
+        failure = _error(endpoint.take_error() or _errno.ECONNABORTED)
+        endpoint.disconnect()
+        return failure
 
     def _accept_endpoint(self):
         endpoint = self._endpoint()

@@ -146,6 +146,12 @@ class StreamEndpoint(Endpoint):
         reports EINPROGRESS now; later progress sends the SYN."""
         raise NotImplementedError("%s.connect_later" % type(self).__name__)
 
+    def disconnect(self):
+        """connect() itself reported a failed connect: the endpoint becomes a fresh one, as
+        Linux's tcp_disconnect leaves the socket (polls POLLOUT|POLLHUP; a new connect starts
+        afresh). Nothing otherwise."""
+        raise NotImplementedError("%s.disconnect" % type(self).__name__)
+
     def send_urgent(self, data):
         """send(MSG_OOB): how many bytes were queued as urgent data, or None (would block)."""
         raise NotImplementedError("%s.send_urgent" % type(self).__name__)

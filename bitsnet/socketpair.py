@@ -49,6 +49,9 @@ class PairEndpoint(StreamEndpoint):
 
     connect_later = connect_start
 
+    def disconnect(self):
+        pass  # a pair is connected from birth: no connect ever fails
+
     def send_urgent(self, data):
         return self.send(data)  # a pipe in memory has no urgent data: MSG_OOB bytes go inline
 

@@ -646,8 +646,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer;
         ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._check_open()
-        if self._state == FAILED and self._handle is not None and not events.outstanding(self):
-            self._forget_peer()  # a new attempt after a failed one was reported, as Linux allows
+        self.disconnect()  # a new attempt after a failed one was reported, as Linux allows
         if self._state != CLOSED and self._state != BOUND:
             # EALREADY/EISCONN are the socket layer's to say (_socket.socket._connect)
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
@@ -660,6 +659,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._forget_peer()
             errors.raise_for_status(status, "connect")
         self.update()
+
+    def disconnect(self):
+        """connect() reported a failed connect (endpoint.StreamEndpoint.disconnect)."""
+        if self._state == FAILED and self._handle is not None and not events.outstanding(self):
+            self._forget_peer()
 
     def _forget_peer(self):
         """After a failed connect: the child forgets the peer (Configure(NULL)) and the endpoint

@@ -301,3 +301,30 @@ def test_a_listener_whose_accept_is_refused_never_polls_pollhup(net, monkeypatch
     assert info.value.errno == errno.ENOBUFS
     assert _poll_now(bselect, server) == []
     server.close()
+
+
+@pytest.mark.parametrize("how", ["blocking", "timeout", "non-blocking, then connect"])
+def test_a_refused_connect_polls_as_on_the_host(net, how):
+    # Linux: when connect() itself reports the failure (a blocking connect; the connect after a
+    # non-blocking one) it disconnects the socket (tcp_disconnect): POLLOUT|POLLHUP; under a
+    # timeout CPython's connect reads SO_ERROR instead, and the RST's POLLIN stays.
+    import select as host_select
+    import socket as host
+    from peers import closed_port
+
+    def outcome(module, select_module):
+        sock = module.socket()
+        target = ("127.0.0.1", closed_port())
+        if how == "non-blocking, then connect":
+            sock.setblocking(False)
+            seen = [sock.connect_ex(target), select_module.select([], [sock], [], 10)[1] == [sock]]
+        else:
+            sock.settimeout(None if how == "blocking" else 10.0)
+            seen = []
+        seen += [sock.connect_ex(target), _poll_now(select_module, sock)]
+        sock.close()
+        return seen
+
+    on_host = outcome(host, host_select)
+    assert outcome(bs, bselect) == on_host
+    assert on_host[-1] == [bselect.POLLOUT | bselect.POLLHUP | (bselect.POLLIN if how == "timeout" else 0)]
