@@ -671,7 +671,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self._call("Configure", None)
         self._configured = self._local = self._remote = None
         self._error = 0
-        self._event("retry")
+        self._event("disconnect")
 
     def _send_syn(self, address, timeout, deadline):
         """Configure the child actively and call Connect: its status (on EFI_SUCCESS the token is
