@@ -510,7 +510,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
 
     def set_option(self, name, value):
         """"broadcast" (SO_BROADCAST), "reuseaddr" (SO_REUSEADDR: AllowDuplicatePort, applied at
-        the next bind), "rcvbuf" (the Python queue's byte bound), "sndbuf" (recorded)."""
+        the next bind), "rcvbuf" (the Python queue's byte bound), "sndbuf" and "linger" (recorded),
+        "ttl" and "tos" (applied at once)."""
         if name not in OPTIONS:
             raise KeyError(name)
         if name in ("rcvbuf", "sndbuf"):
