@@ -226,8 +226,7 @@ class _Descriptor(object):
     """What an fd names: one endpoint, plus the state that belongs to it rather than to a
     socket object (``dup()`` shares it; timeouts are per socket object, as in CPython)."""
 
-    __slots__ = ("endpoint", "family", "type", "proto", "refs", "read_shut", "linger", "connect_pending",
-                 "wildcard")
+    __slots__ = ("endpoint", "family", "type", "proto", "refs", "connect_pending", "wildcard")
 
     def __init__(self, endpoint, family, type, proto):
         self.endpoint = endpoint
@@ -235,8 +234,8 @@ class _Descriptor(object):
         self.type = type
         self.proto = proto
         self.refs = 1  # fds naming this descriptor
-        self.read_shut = False  # shutdown(SHUT_RD) seen: recv returns b'' (kept in Python)
-        self.linger = (0, 0)  # SO_LINGER (onoff, seconds); (1, 0) makes close() abort (RST)
+        # The socket layer's, not the endpoint's (Linux: struct socket's SS_CONNECTING, not sk_state):
+        # which connect() reports the outcome depends on the calls and their timeouts, never seen below.
         self.connect_pending = False  # a non-blocking connect not yet reported by a later connect
         self.wildcard = False  # bound to INADDR_ANY / in6addr_any: getsockname says so until connected
 
@@ -260,8 +259,7 @@ def _release(fd):
         return
     descriptor.refs -= 1
     if descriptor.refs <= 0:
-        onoff, seconds = descriptor.linger
-        descriptor.endpoint.close(abort=bool(onoff) and seconds == 0)
+        descriptor.endpoint.close()  # it honours its own SO_LINGER (the endpoint keeps it)
 
 
 def lookup(fd):
@@ -392,7 +390,9 @@ def _inet6_address(address, who):
 
 
 def _sockaddr(family, address, who):
-    """A socket address of ``family`` -> the (host, port) an endpoint takes."""
+    """A socket address of ``family`` -> the (host, port) an endpoint takes: the one place an
+    address is checked (CPython's errors) and made a canonical literal of the family (names
+    resolved); the endpoints and family.py trust what comes out of here."""
     if family == AF_INET6:
         return _inet6_address(address, who)
     return _inet_address(address, who)
@@ -400,6 +400,127 @@ def _sockaddr(family, address, who):
 
 _text = _netdb.host_text
 _host_address = _netdb.host_address
+
+
+# --- Socket options: one table -----------------------------------------------------------------
+# Every option is a row of _OPTIONS: (level, optname) -> _Option(family, type, shape, read, write).
+# family/type: the sockets it applies to (None: any); any other socket gets ENOPROTOOPT, as an
+# unknown option does (Linux). shape: the C value, struct "i" (an int may be given) or "ii"
+# (struct linger: bytes only). read(sock, endpoint) -> the value (an int; "ii": a pair);
+# write(sock, endpoint, value) sets it (None: read-only, ENOPROTOOPT as for an unknown option).
+# An option an endpoint does not keep (KeyError from get_option/set_option) is ENOPROTOOPT too.
+_Option = _collections.namedtuple("_Option", "family type shape read write")
+
+
+def _no_option(name):
+    raise _error(_errno.ENOPROTOOPT)
+
+
+def _endpoint_option(name, convert):
+    """(read, write) of the endpoint's option ``name``; ``convert(sock, value)`` -> what is kept."""
+    def read(sock, endpoint):
+        try:
+            return int(endpoint.get_option(name))
+        except KeyError:  # an option of the other protocol (TCP_NODELAY on a UDP socket...)
+            _no_option(name)
+
+    def write(sock, endpoint, value):
+        try:
+            endpoint.set_option(name, convert(sock, value))
+        except KeyError:
+            _no_option(name)
+    return read, write
+
+
+def _boolean(sock, value):
+    return int(value != 0)
+
+
+def _integer(sock, value):
+    return value
+
+
+def _hop_limit(sock, value):
+    """IP_TTL/IPV6_UNICAST_HOPS as Linux takes them: -1 is the default (64, what Linux reports
+    and bitsnet configures), otherwise 1-255 (IPv6: 0-255) or EINVAL."""
+    if value == -1:
+        return 64
+    if not (1 if sock._family == AF_INET else 0) <= value <= 255:
+        raise _error(_errno.EINVAL)
+    return value
+
+
+def _traffic_class(sock, value):
+    """IP_TOS/IPV6_TCLASS as Linux takes them: IPv4's TOS is cut to a byte, IPv6's class is -1
+    (0) or 0-255 (else EINVAL); on TCP the two ECN bits are the stack's own, kept out."""
+    if sock._family == AF_INET:
+        value &= 0xff
+    elif value == -1:
+        value = 0
+    elif not 0 <= value <= 255:
+        raise _error(_errno.EINVAL)
+    return value & ~3 if sock._type == SOCK_STREAM else value
+
+
+def _read_linger(sock, endpoint):
+    linger = endpoint.get_option("linger")  # the endpoint's: its close() honours it (tcp.py)
+    return (0, 0) if linger is None else (int(bool(linger[0])), int(linger[1]))
+
+
+def _write_linger(sock, endpoint, value):
+    endpoint.set_option("linger", (int(value[0] != 0), value[1]))  # (1, 0): close() resets (RST)
+
+
+def _read_error(sock, endpoint):
+    _progress(endpoint)  # docs/architecture.md section 6.1: a connect or a send may have failed meanwhile
+    return endpoint.take_error()  # and clears it, as on any OS
+
+
+def _write_v6only(sock, endpoint, value):
+    if not value:
+        # EFI's TCP4 and TCP6 (UDP4 and UDP6) are separate drivers with separate port tables: an
+        # AF_INET6 socket never sees IPv4 traffic, so IPV6_V6ONLY is always 1. Refusing 0 keeps
+        # socket.has_dualstack_ipv6() truthful (False); http.server's DualStackServer ignores
+        # the error and serves IPv6 only.
+        raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI TCP6 never carries IPv4:"
+                                        " IPV6_V6ONLY is always 1)")
+
+
+# The IP header's hop limit and traffic class: EFI carries them in the child's configuration
+# (TCP4/UDP4 TimeToLive and TypeOfService, TCP6/UDP6 HopLimit and TrafficClass), so on TCP they
+# take effect at the next Configure -- set them before bind/connect/listen, as TCP_NODELAY
+# (docs/edk2.md section 3.9); later they are recorded and read back only.
+_OPTIONS = {
+    (SOL_SOCKET, SO_REUSEADDR): _Option(None, None, "i", *_endpoint_option("reuseaddr", _boolean)),
+    (SOL_SOCKET, SO_KEEPALIVE): _Option(None, None, "i", *_endpoint_option("keepalive", _boolean)),
+    (SOL_SOCKET, SO_BROADCAST): _Option(None, None, "i", *_endpoint_option("broadcast", _boolean)),
+    (SOL_SOCKET, SO_RCVBUF): _Option(None, None, "i", *_endpoint_option("rcvbuf", _integer)),
+    (SOL_SOCKET, SO_SNDBUF): _Option(None, None, "i", *_endpoint_option("sndbuf", _integer)),
+    (SOL_SOCKET, SO_LINGER): _Option(None, None, "ii", _read_linger, _write_linger),
+    (SOL_SOCKET, SO_ERROR): _Option(None, None, "i", _read_error, None),
+    (SOL_SOCKET, SO_TYPE): _Option(None, None, "i", lambda sock, endpoint: sock._type, None),
+    (SOL_SOCKET, SO_ACCEPTCONN): _Option(None, None, "i", lambda sock, endpoint: int(bool(endpoint.listening)), None),
+    (IPPROTO_TCP, TCP_NODELAY): _Option(None, None, "i", *_endpoint_option("nodelay", _boolean)),
+    # EDK2's MSS on Ethernet once connected, Linux's 536 before; EFI decides it (read-only here)
+    (IPPROTO_TCP, TCP_MAXSEG): _Option(None, SOCK_STREAM, "i", lambda sock, endpoint: 1460 if endpoint.connected
+                                       else 536, None),
+    (IPPROTO_IP, IP_TTL): _Option(AF_INET, None, "i", *_endpoint_option("ttl", _hop_limit)),
+    (IPPROTO_IP, IP_TOS): _Option(AF_INET, None, "i", *_endpoint_option("tos", _traffic_class)),
+    (IPPROTO_IPV6, IPV6_V6ONLY): _Option(AF_INET6, None, "i", lambda sock, endpoint: 1, _write_v6only),
+    (IPPROTO_IPV6, IPV6_UNICAST_HOPS): _Option(AF_INET6, None, "i", *_endpoint_option("ttl", _hop_limit)),
+    (IPPROTO_IPV6, IPV6_TCLASS): _Option(AF_INET6, None, "i", *_endpoint_option("tos", _traffic_class)),
+}
+
+
+def _option_value(value, shape):
+    """setsockopt's value (an int, or bytes as struct ``shape``) -> an int or a tuple; EINVAL if short."""
+    if shape == "i" and isinstance(value, _INT_TYPES):
+        return value
+    size = _struct.calcsize(shape)
+    if isinstance(value, _INT_TYPES) or len(value) < size:
+        raise _error(_errno.EINVAL)
+    fields = _struct.unpack(shape, value[:size])
+    return fields[0] if shape == "i" else fields
 
 
 # --- The socket type ---------------------------------------------------------------------------
@@ -686,7 +807,7 @@ class socket(object):
         elif reported and endpoint.failed:
             # Linux: the connect after a failed non-blocking one reports its error (sock_error);
             # the one after that starts afresh.
-            return _error(endpoint.take_error() or _errno.ECONNABORTED)
+            return self._connect_failed(endpoint)
         else:
             try:
                 endpoint.connect_start(remote, deadline=deadline)
@@ -711,7 +832,17 @@ class socket(object):
             self._wait(endpoint, lambda: not endpoint.connecting, deadline)
         if endpoint.connected:
             return None
+        if self._timeout is None:
+            return self._connect_failed(endpoint)  # Linux's blocking connect reports it itself
+        # Under a timeout CPython's connect polls and reads SO_ERROR: the socket is not disconnected.
         return _error(endpoint.take_error() or _errno.ECONNABORTED)
+
+    def _connect_failed(self, endpoint):
+        """The error of a failed connect that connect() itself reports: Linux then disconnects
+        the socket (tcp_disconnect: POLLOUT|POLLHUP, no POLLIN; a new connect starts afresh)."""
+        failure = _error(endpoint.take_error() or _errno.ECONNABORTED)
+        endpoint.disconnect()
+        return failure
 
     def _accept_endpoint(self):
         endpoint = self._endpoint()
@@ -761,39 +892,20 @@ class socket(object):
             raise _error(_errno.ENOTCONN)
         return self._out(remote)
 
-    # (level, optname) -> (the endpoint's option name, how a value is taken, the family it applies
-    # to, None: any); values are ints. How: "bool" (0 or 1), "int" (as given), "ip" (_ip_option_value).
-    # SO_LINGER, IPV6_V6ONLY, SO_ERROR, SO_TYPE and the read-only ones are handled before the table.
-    # The IP header's hop limit and traffic class ("ip"): EFI carries them in the child's
-    # configuration (TCP4/UDP4 TimeToLive and TypeOfService, TCP6/UDP6 HopLimit and TrafficClass),
-    # so they take effect at the next Configure -- set them before bind/connect/listen, as
-    # TCP_NODELAY (docs/edk2.md section 3.9); later they are recorded and read back only.
-    _OPTIONS = {
-        (SOL_SOCKET, SO_REUSEADDR): ("reuseaddr", "bool", None),
-        (SOL_SOCKET, SO_KEEPALIVE): ("keepalive", "bool", None),
-        (SOL_SOCKET, SO_BROADCAST): ("broadcast", "bool", None),
-        (SOL_SOCKET, SO_RCVBUF): ("rcvbuf", "int", None),
-        (SOL_SOCKET, SO_SNDBUF): ("sndbuf", "int", None),
-        (IPPROTO_TCP, TCP_NODELAY): ("nodelay", "bool", None),
-        (IPPROTO_IP, IP_TTL): ("ttl", "ip", AF_INET),
-        (IPPROTO_IP, IP_TOS): ("tos", "ip", AF_INET),
-        (IPPROTO_IPV6, IPV6_UNICAST_HOPS): ("ttl", "ip", AF_INET6),
-        (IPPROTO_IPV6, IPV6_TCLASS): ("tos", "ip", AF_INET6),
-    }
-
     def _option(self, level, optname):
-        """(name, how) of a table option for this socket's family; ENOPROTOOPT if there is none."""
-        entry = self._OPTIONS.get((level, optname))
-        if entry is None or entry[2] not in (None, self._family):
+        """The _OPTIONS row of (level, optname) for this socket; ENOPROTOOPT if there is none."""
+        option = _OPTIONS.get((level, optname))
+        if option is None or option.family not in (None, self._family) or option.type not in (None, self._type):
             raise _error(_errno.ENOPROTOOPT)
-        return entry[0], entry[1]
+        return option
 
     @_efi_guarded
     def setsockopt(self, level, optname, value, optlen=None):
         """setsockopt(level, option, value)
 
-        Set a socket option: SO_REUSEADDR, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, SO_LINGER
-        (struct "ii"; 0 seconds makes close() reset) and TCP_NODELAY."""
+        Set a socket option (the table _OPTIONS): SO_REUSEADDR, SO_KEEPALIVE, SO_BROADCAST,
+        SO_RCVBUF, SO_SNDBUF, SO_LINGER (struct "ii"; 0 seconds makes close() reset),
+        TCP_NODELAY, IP_TTL, IP_TOS, IPV6_UNICAST_HOPS, IPV6_TCLASS, IPV6_V6ONLY (1 only)."""
         level, optname = _int(level), _int(optname)
         if isinstance(value, _INT_TYPES):
             value = _int(value) if -2 ** 31 <= value < 2 ** 31 else _bytes_arg(value)  # TypeError, as CPython
@@ -802,39 +914,10 @@ class socket(object):
         else:
             value = _bytes_arg(value)
         endpoint = self._endpoint()
-        if (level, optname) == (SOL_SOCKET, SO_LINGER):
-            if isinstance(value, _INT_TYPES) or len(value) < 8:
-                raise _error(_errno.EINVAL)
-            onoff, seconds = _struct.unpack("ii", value[:8])
-            self._descriptor.linger = (int(onoff != 0), seconds)
-            endpoint.set_option("linger", self._descriptor.linger)
-            return
-        if (level, optname) == (IPPROTO_IPV6, IPV6_V6ONLY) and self._family == AF_INET6:
-            if not isinstance(value, _INT_TYPES):
-                if len(value) < 4:
-                    raise _error(_errno.EINVAL)
-                value = _struct.unpack("i", value[:4])[0]
-            if not value:
-                # EFI's TCP4 and TCP6 (UDP4 and UDP6) are separate drivers with separate port
-                # tables: an AF_INET6 socket never sees IPv4 traffic, so IPV6_V6ONLY is always 1.
-                # Refusing 0 keeps socket.has_dualstack_ipv6() truthful (False); http.server's
-                # DualStackServer ignores the error and serves IPv6 only.
-                raise _error(_errno.EOPNOTSUPP, "Operation not supported (EFI TCP6 never carries IPv4:"
-                                                " IPV6_V6ONLY is always 1)")
-            return
-        name, how = self._option(level, optname)
-        if not isinstance(value, _INT_TYPES):
-            if len(value) < 4:
-                raise _error(_errno.EINVAL)
-            value = _struct.unpack("i", value[:4])[0]
-        if how == "ip":
-            value = self._ip_option_value(name, value)
-        elif how == "bool":
-            value = int(value != 0)
-        try:
-            endpoint.set_option(name, value)
-        except KeyError:  # an option of the other protocol (TCP_NODELAY on UDP...)
-            raise _error(_errno.ENOPROTOOPT)
+        option = self._option(level, optname)
+        if option.write is None:
+            raise _error(_errno.ENOPROTOOPT)  # read-only (SO_ERROR, SO_TYPE, SO_ACCEPTCONN, TCP_MAXSEG)
+        option.write(self, endpoint, _option_value(value, option.shape))
 
     @_efi_guarded
     def getsockopt(self, level, optname, buflen=0):
@@ -845,55 +928,11 @@ class socket(object):
         endpoint = self._endpoint()
         if not 0 <= buflen <= 1024:
             raise error("getsockopt buflen out of range")
-        if (level, optname) == (SOL_SOCKET, SO_LINGER):
-            packed = _struct.pack("ii", *self._descriptor.linger)
-            return packed[:buflen] if buflen else self._descriptor.linger[0]
-        fixed = self._fixed_option(endpoint, level, optname)
-        if fixed is not None:
-            value = fixed
-        elif (level, optname) == (SOL_SOCKET, SO_ERROR):
-            _progress(endpoint)  # docs/architecture.md section 6.1: a connect or a send may have failed meanwhile
-            value = endpoint.take_error()
-        elif (level, optname) == (SOL_SOCKET, SO_TYPE):
-            value = self._type
-        elif (level, optname) == (IPPROTO_IPV6, IPV6_V6ONLY) and self._family == AF_INET6:
-            value = 1  # always (see setsockopt)
-        else:
-            name = self._option(level, optname)[0]
-            try:
-                value = int(endpoint.get_option(name))
-            except KeyError:  # an option of the other protocol
-                raise _error(_errno.ENOPROTOOPT)
-        return _struct.pack("i", value)[:buflen] if buflen else value
-
-    def _ip_option_value(self, name, value):
-        """IP_TTL/IPV6_UNICAST_HOPS and IP_TOS/IPV6_TCLASS as Linux takes them: a hop limit of
-        -1 is the default (64, what Linux reports and bitsnet configures), otherwise 1-255 (IPv6:
-        0-255) or EINVAL; IPv4's TOS is cut to a byte, IPv6's class is -1 (0) or 0-255; on TCP the
-        two ECN bits are the stack's own, so Linux keeps them out of what is set."""
-        if name == "ttl":
-            if value == -1:
-                return 64
-            if not (1 if self._family == AF_INET else 0) <= value <= 255:
-                raise _error(_errno.EINVAL)
-            return value
-        if self._family == AF_INET:
-            value &= 0xff
-        elif value == -1:
-            value = 0
-        elif not 0 <= value <= 255:
-            raise _error(_errno.EINVAL)
-        return value & ~3 if self._type == SOCK_STREAM else value
-
-    def _fixed_option(self, endpoint, level, optname):
-        """Options whose value EFI decides and Linux lets a program read: SO_ACCEPTCONN,
-        TCP_MAXSEG (EDK2's MSS on Ethernet once connected, Linux's 536 before). None for any
-        other option."""
-        if (level, optname) == (SOL_SOCKET, SO_ACCEPTCONN):
-            return int(bool(endpoint.listening))
-        if (level, optname) == (IPPROTO_TCP, TCP_MAXSEG) and self._type == SOCK_STREAM:
-            return 1460 if endpoint.connected else 536
-        return None
+        option = self._option(level, optname)
+        value = option.read(self, endpoint)
+        if option.shape == "i":
+            return _struct.pack("i", value)[:buflen] if buflen else value
+        return _struct.pack(option.shape, *value)[:buflen] if buflen else value[0]
 
     # -- data
     @_efi_guarded
@@ -973,7 +1012,7 @@ class socket(object):
             raise _error(_errno.EINVAL, "Invalid argument (EFI TCP delivers urgent data inline)")
         if flags & _NOT_STREAM_RECV_FLAGS:
             raise _error(_errno.EOPNOTSUPP)
-        if nbytes == 0 or self._descriptor.read_shut:
+        if nbytes == 0 or endpoint.read_shut:
             return 0 if buffer is not None else b""
         peek = bool(flags & MSG_PEEK)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
@@ -1159,16 +1198,9 @@ class socket(object):
         endpoint = self._endpoint()
         if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
             raise _error(_errno.EINVAL)
-        if self._type == SOCK_DGRAM:
-            if endpoint.remote_address is None:
-                raise _error(_errno.ENOTCONN)
-            self._descriptor.read_shut = self._descriptor.read_shut or how in (SHUT_RD, SHUT_RDWR)
-            return
-        if not endpoint.connected:
+        if self._type != SOCK_DGRAM and not endpoint.connected:
             raise _error(_errno.ENOTCONN)
-        if how in (SHUT_RD, SHUT_RDWR):
-            self._descriptor.read_shut = True
-        endpoint.shutdown(how)  # SHUT_RD: the endpoint drops what arrives from now on
+        endpoint.shutdown(how)  # SHUT_RD is the endpoint's (``read_shut``): TCP drops what arrives from now on
 
 
 SocketType = socket

@@ -49,6 +49,8 @@ class Endpoint(object):
                                                             "before any connect); False for the others.")
     local_address = _abstract_property("local_address", "The (host, port[, ...]) bound, or None.")
     remote_address = _abstract_property("remote_address", "The connected peer's (host, port[, ...]), or None.")
+    read_shut = _abstract_property("read_shut", "shutdown(SHUT_RD) was asked: a stream's recv answers EOF at once, "
+                                                "and select() calls the socket readable (as Linux).")
 
     # --- driving the firmware ----------------------------------------------------------------
     def progress(self):
@@ -143,6 +145,12 @@ class StreamEndpoint(Endpoint):
         """Connect as soon as the local address exists (DHCP, SLAAC still running): the caller
         reports EINPROGRESS now; later progress sends the SYN."""
         raise NotImplementedError("%s.connect_later" % type(self).__name__)
+
+    def disconnect(self):
+        """connect() itself reported a failed connect: the endpoint becomes a fresh one, as
+        Linux's tcp_disconnect leaves the socket (polls POLLOUT|POLLHUP; a new connect starts
+        afresh). Nothing otherwise."""
+        raise NotImplementedError("%s.disconnect" % type(self).__name__)
 
     def send_urgent(self, data):
         """send(MSG_OOB): how many bytes were queued as urgent data, or None (would block)."""

@@ -2,19 +2,20 @@
 
 Every asynchronous EFI operation (a TCP Receive, an Accept, a UDP Transmit, a DNS lookup...)
 hands the firmware a token with an event in it, and usually buffers the firmware will write or
-read later. This module owns that hand-over. Three rules hold everywhere in bitsnet:
+read later. This module owns that hand-over, and keeps three of docs/architecture.md's rules
+(section 13 rules 9 and 5, and section 3's sentinel):
 
-Rule 1 -- Lifetime. ``submit()`` registers the token and everything in ``keep`` (buffers,
+Lifetime (section 3; section 13 rule 9). ``submit()`` registers the token and everything in ``keep`` (buffers,
 fragment tables, session data) in ``_pending``, the one registry, before the EFI call; they are
 released only after the completion was processed, or after the child was torn down
 (``abandon``). Nothing relies on a local variable or a closure staying alive by luck.
 
-Rule 2 -- Callbacks run only at safe points. A notification (the trampoline's pending call,
+Callbacks run only at safe points (section 4; section 13 rule 5). A notification (the trampoline's pending call,
 or BITS's ``_efi`` hook) only appends a slot number to ``_ready``. All decisions are taken in
 ``process()``, on the main thread, by the code that is waiting: it checks the token's Status,
 releases the registry entry and runs the operation's ``on_done``.
 
-Rule 3 -- No completion is lost. While a token is outstanding its Status holds ``SENTINEL``
+No completion is lost (section 3). While a token is outstanding its Status holds ``SENTINEL``
 (EFI_NOT_READY, a value no TCP/UDP/DNS completion carries, and the one EDK2's DnsDxe itself
 writes at submission). The firmware writes the real status before it signals the event, so a
 completion can always be found by looking at Status. When the trampoline reports that
@@ -35,7 +36,7 @@ How completions are noticed (``mode``), chosen once at first use:
 
 Events are pooled: an event is created once, reused for token after token, and closed by
 ``shutdown()`` -- or, after a burst, once MAX_IDLE_EVENTS others lie idle; the next event
-created takes its slot number. A reused event's stale notification is harmless by Rule 3. A
+created takes its slot number. A reused event's stale notification is harmless (no completion is lost, above). A
 closed event's notification may still be queued (a rescan finished its token before the
 notification ran): with the trampoline it names a slot with nothing outstanding (stale); with
 BITS's hook it names an event that is no longer ours, which BITS's ``efi`` dispatcher would
@@ -152,7 +153,7 @@ def _choose_mode(wanted=None):
 
 
 def _notified_slot(slot):
-    # Trampoline pending call. Runs between any two bytecodes: record only (Rule 2).
+    # Trampoline pending call. Runs between any two bytecodes: record only (docs/architecture.md section 13 rule 5).
     _ready.append(slot)
 
 
@@ -218,7 +219,7 @@ def _close_slot(slot):
 
 # --- The public API ------------------------------------------------------------------------
 def submit(token, completion, on_done, owner, keep=(), kind=None):
-    """Register ``token`` before it is handed to EFI; see Rule 1.
+    """Register ``token`` before it is handed to EFI (docs/architecture.md section 3).
 
     ``completion`` is the token's EFI_*_COMPLETION_TOKEN (fields Event and Status). The caller
     makes the EFI call next; if that call fails, the firmware never took the token and the
@@ -261,7 +262,7 @@ def _finish(op):
 
 
 def _rescan():
-    """Find completions whose notification was lost (Rule 3)."""
+    """Find completions whose notification was lost (docs/architecture.md section 3: the sentinel)."""
     stats["rescans"] += 1
     _state["last_rescan"] = clock()
     found = [op for op in _pending.values() if op.completion.Status != SENTINEL]
@@ -271,7 +272,8 @@ def _rescan():
 
 def process():
     # type: () -> int
-    """Process every completion noticed so far; returns how many. Main thread only (Rule 2)."""
+    """Process every completion noticed so far; returns how many. Main thread only
+    (docs/architecture.md section 13 rule 5)."""
     # Hot path: every round of every wait runs this, usually to find nothing. The common
     # trampoline case with nothing notified returns after one C call and two reads.
     current = _state["mode"] or mode()
@@ -376,8 +378,8 @@ def orphan(owner):
     # type: (object) -> int
     """DestroyChild failed for ``owner``'s child: it may live on, and the firmware may still
     write into its tokens' buffers. Finish the tokens it has completed; keep the others in the
-    registry (Rule 1), owned by ORPHANED, until the firmware completes them -- their completion
-    is then dropped. Returns how many stay registered."""
+    registry (docs/architecture.md section 3), owned by ORPHANED, until the firmware completes
+    them -- their completion is then dropped. Returns how many stay registered."""
     kept = 0
     for op in [op for op in _pending.values() if op.owner is owner]:
         if not check(op):

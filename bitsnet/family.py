@@ -116,12 +116,6 @@ class Family(object):
         # type: (bytes) -> str
         return "%d.%d.%d.%d" % struct.unpack("!4B", packed) if self.version == 4 else format_ipv6(packed)
 
-    def canonical(self, text):
-        # type: (str) -> Optional[str]
-        """The normalised literal, or None if ``text`` is not one of this family."""
-        packed = self.pack(text)
-        return None if packed is None else self.text(packed)
-
     def efi_address(self, text=None):
         """EFI_IPv4_ADDRESS / EFI_IPv6_ADDRESS for a literal (None or "": all zero)."""
         address = efidefs.EFI_IPv4_ADDRESS() if self.version == 4 else efidefs.EFI_IPv6_ADDRESS()

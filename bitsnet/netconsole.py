@@ -16,25 +16,25 @@ side: queue, socket, network bring-up), ``main``.
 
 Rules -- a console is the last thing that may break
 ----------------------------------------------------
-Rule 1: the local console sees exactly what it saw before. ``MirrorStream.write`` writes
+Console first: the local console sees exactly what it saw before. ``MirrorStream.write`` writes
     through to the stream it replaced first, returns what that returned, and lets its
     exceptions propagate (text the console refused is not mirrored either); only then is the
     text mirrored. Nothing is assumed of the replaced stream beyond ``write`` (BITS's console
     object has ``write`` and perhaps ``flush``); other attributes are looked up on it.
-Rule 2: mirroring never raises into the user's ``print`` and never waits on the network. The
-    socket is non-blocking; a send that would block leaves the datagram queued for the next
+Never raises, never waits: mirroring never raises into the user's ``print`` and never waits
+    on the network. The socket is non-blocking; a send that would block leaves the datagram queued for the next
     write; any other failure (no route, no address, ICMP unreachable) drops that datagram and
     is counted (``stats()``). A bug of ours is counted the same way, not raised.
-Rule 3: one datagram per line. Text is buffered per stream until a newline, so stdout and
-    stderr never cut into each other's lines; a line longer than ``PAYLOAD`` bytes, or a
+One datagram per line: text is buffered per stream until a newline, so stdout and stderr
+    never cut into each other's lines; a line longer than ``PAYLOAD`` bytes, or a
     partial line that grows that long, goes out in ``PAYLOAD``-byte pieces (cut on a UTF-8
     character boundary) that concatenate back to the line, as Linux's netconsole does with its
     1000-byte chunks. ``stop()`` sends a trailing partial line with a newline added, because
     receivers expect lines that end in "\\n".
-Rule 4: no recursion. Text written while the mirroring path runs (bitsnet's own DHCP progress,
-    a warning printed by the socket layer) goes to the console at once (Rule 1) and is mirrored
-    after the current text, by the outermost call.
-Rule 5: bring-up is bounded. With bitsnet installed, ``start()`` brings the NIC up through
+No recursion: text written while the mirroring path runs (bitsnet's own DHCP progress, a
+    warning printed by the socket layer) goes to the console at once ("console first") and is
+    mirrored after the current text, by the outermost call.
+Bounded bring-up: with bitsnet installed, ``start()`` brings the NIC up through
     ``bitsnet.ipconfig.ensure_configured(dhcp_wait)`` -- DHCP only if the NIC has no address,
     waited for at most ``DHCP_WAIT`` seconds (3 s; a lab server answers in well under one).
     EDK2 goes on with DHCP in the background after we stop waiting (docs/edk2.md section 5.2), so while the
@@ -83,12 +83,12 @@ SYSLOG_PORT = 514  # syslog over UDP (RFC 5426)
 PAYLOAD = 1000
 SEQ_ROOM = 21  # bytes kept for "<seq> " (a 20-digit number and a space) when seq=True
 QUEUE_LIMIT = 256  # datagrams kept while they cannot be sent (network down, send would block)
-DHCP_WAIT = 3.0  # s start() waits for DHCP (Rule 5); OVMF on QEMU leases in about 4 s
+DHCP_WAIT = 3.0  # s start() waits for DHCP (bounded bring-up); OVMF on QEMU leases in about 4 s
 RETRY_MIN = 0.5  # s between checks for an address while the network is down ...
 RETRY_MAX = 8.0  # ... doubling up to this
 STOP_SEND_TIMEOUT = 0.2  # s stop() may wait for one queued datagram that would block
 STOP_BUDGET = 1.0  # s stop() spends at most on the queue
-DEFERRED_ROUNDS = 8  # Rule 4: rounds of re-entrant text one outer write mirrors (the rest waits)
+DEFERRED_ROUNDS = 8  # no recursion: rounds of re-entrant text one outer write mirrors (the rest waits)
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
 
 MASK = b"[hidden: shown on the local console only]"
@@ -159,7 +159,7 @@ def _bitsnet_installed():
 
 # --------------------------------------------------------------------------- the UDP side
 class Sender(object):
-    """The queue of datagrams, the non-blocking UDP socket, and the network bring-up (Rule 5)."""
+    """The queue of datagrams, the non-blocking UDP socket, and the network bring-up (bounded bring-up)."""
 
     def __init__(self, host, port, seq=False, syslog=None):
         self.host, self.port, self.seq = host, int(port), bool(seq)
@@ -184,7 +184,7 @@ class Sender(object):
         self.last_error = text
 
     def enqueue(self, piece, stream="stdout"):
-        """Queue one datagram's text (Rule 3 made the pieces); the oldest goes when full."""
+        """Queue one datagram's text (one datagram per line made the pieces); the oldest goes when full."""
         if self.syslog is not None:
             piece = self.syslog.message(piece, stream, self.next_seq if self.seq else None)
         elif self.seq:
@@ -205,7 +205,7 @@ class Sender(object):
             if _bitsnet_installed():
                 from bitsnet import ipconfig
                 if dhcp_wait > 0:
-                    ipconfig.ensure_configured(dhcp_wait)  # prints its progress (Rule 4)
+                    ipconfig.ensure_configured(dhcp_wait)  # prints its progress (no recursion)
                 elif ipconfig.current() is None:
                     raise EnvironmentError(errno.ENETDOWN, "the NIC has no address yet")
             import socket  # now, not at import: bitsnet.install() may have replaced it since
@@ -231,7 +231,7 @@ class Sender(object):
 
     # ---- sending
     def drain(self, deadline=None):
-        """Send queued datagrams until the queue is empty or a send would block (Rule 2).
+        """Send queued datagrams until the queue is empty or a send would block (never raises, never waits).
         With ``deadline`` (stop()), a send that would block may wait a little instead."""
         if not self.queue or not self._ready():
             return
@@ -272,7 +272,7 @@ class Sender(object):
 # --------------------------------------------------------------------------- the streams
 class MirrorStream(results.TeeStream):
     """``sys.stdout`` or ``sys.stderr`` while a NetConsole runs: the replaced stream first
-    (Rule 1), then the text into this stream's line buffer (Rule 3). After ``stop()`` (if
+    (console first), then the text into this stream's line buffer (one datagram per line). After ``stop()`` (if
     someone still holds it) it is a plain pass-through to the stream it replaced. Everything
     but ``write`` (``flush``, ``encoding``, ``isatty``...) is the TeeStream's: the replaced
     stream's."""
@@ -281,7 +281,7 @@ class MirrorStream(results.TeeStream):
         results.TeeStream.__init__(self, original, None)
         self._console = console
         self._name = name  # "stdout" or "stderr" (the syslog severity and MSGID)
-        self._pending = b""  # this stream's partial line (Rule 3)
+        self._pending = b""  # this stream's partial line (one datagram per line)
 
     def write(self, text):
         result = self._original.write(text)
@@ -293,7 +293,7 @@ class MirrorStream(results.TeeStream):
     def __repr__(self):
         return "<bitsnet.netconsole.MirrorStream of %r>" % (self._original,)
 
-    # ---- Rule 3 (called by NetConsole only, inside its guard)
+    # ---- one datagram per line (called by NetConsole only, inside its guard)
     def _feed(self, data, sender):
         pending = self._pending + data
         start = 0
@@ -337,7 +337,7 @@ class NetConsole(object):
         self.stdout = MirrorStream(sys.stdout, self, "stdout")
         self.stderr = MirrorStream(sys.stderr, self, "stderr")
         self._busy = False
-        self._deferred = []  # type: list   # (stream, bytes) written during mirroring (Rule 4)
+        self._deferred = []  # type: list   # (stream, bytes) written during mirroring (no recursion)
         self.stopped = False
 
     @property
@@ -349,7 +349,7 @@ class NetConsole(object):
         self._guarded(lambda: self.sender.open(dhcp_wait), drain=True)
 
     def mirror(self, stream, text):
-        """Called by MirrorStream.write after the console took ``text`` (Rules 2 and 4)."""
+        """Called by MirrorStream.write after the console took ``text`` (never raises, never waits; no recursion)."""
         try:
             data = _encode(text)
         except Exception as exc:
@@ -358,7 +358,7 @@ class NetConsole(object):
         if not data:
             return
         if self._busy:
-            self._deferred.append((stream, data))  # Rule 4: the outer call mirrors it
+            self._deferred.append((stream, data))  # no recursion: the outer call mirrors it
             if len(self._deferred) > QUEUE_LIMIT:
                 del self._deferred[0]
                 self.sender.dropped += 1
@@ -366,7 +366,7 @@ class NetConsole(object):
         self._guarded(lambda: stream._feed(data, self.sender))
 
     def _guarded(self, action, drain=False):
-        """Run ``action`` with re-entrant text deferred (Rule 4), then mirror that text, and
+        """Run ``action`` with re-entrant text deferred (no recursion), then mirror that text, and
         send if anything was queued: a write that only extends a partial line sends nothing,
         so what the send path prints never lands inside a line the console is showing."""
         self._busy = True
@@ -383,7 +383,7 @@ class NetConsole(object):
                 self.sender.drain()
                 if not self._deferred:
                     break
-        except Exception as exc:  # Rule 2: counted, never raised into the user's print
+        except Exception as exc:  # never raises, never waits: counted, never raised into the user's print
             self.sender.note_error("netconsole: " + _describe(exc))
         finally:
             self._busy = False
@@ -424,7 +424,7 @@ def start(host, port=None, seq=False, dhcp_wait=DHCP_WAIT, syslog=False, hostnam
     Returns the NetConsole (``.stats()``). A running netconsole is stopped first, so the
     streams wrapped are always the plain ones. With bitsnet installed the NIC is brought up
     first (DHCP waited for at most ``dhcp_wait`` s); a network that is down is not an error:
-    mirroring starts when it comes up (module docstring, Rule 5). ``syslog``: RFC 5424
+    mirroring starts when it comes up (module docstring, bounded bring-up). ``syslog``: RFC 5424
     messages (``port`` default 514) with ``hostname`` (default: the machine's identity,
     ``bitsnet.machineid``) and ``app_name`` (default ``bits``)."""
     stop()

@@ -91,7 +91,7 @@ def _events_of(descriptor, wanted=_READABLE | _WRITABLE):
     # Linux (tcp_poll, datagram_poll): POLLERR while an error is pending, until SO_ERROR (or
     # the recv/send that raises it) takes it.
     mask = POLLERR if endpoint.has_error() else 0
-    if wanted & _READABLE and (descriptor.read_shut or endpoint.can_recv()):
+    if wanted & _READABLE and (endpoint.read_shut or endpoint.can_recv()):
         mask |= _READABLE
     if endpoint.connected:
         if wanted & _WRITABLE and endpoint.can_send():
@@ -106,8 +106,8 @@ def _events_of(descriptor, wanted=_READABLE | _WRITABLE):
         # Failed, reset or closed: recv and send return at once (EOF or the error), so the
         # socket is readable and writable, and hung up -- as Linux reports it.
         mask |= _READABLE | _WRITABLE | POLLHUP
-    if mask & POLLERR and descriptor.type == _socket.SOCK_DGRAM and not descriptor.read_shut \
-            and not descriptor.endpoint.pending():
+    if mask & POLLERR and descriptor.type == _socket.SOCK_DGRAM and not endpoint.read_shut \
+            and not endpoint.pending():
         # Linux datagram_poll: an error alone is POLLERR, not POLLIN (can_recv() counts it, as
         # recv returns at once with it -- and select() reports such a socket readable).
         mask &= ~_READABLE
@@ -120,7 +120,8 @@ def _readable(descriptor):
     answer, because ``can_recv()`` is already True for a socket that is not connected (never
     connected, failed, reset, closed: recv returns at once), is what ``acceptable()`` adds up
     to for a listener, and is False while connecting."""
-    return descriptor.read_shut or descriptor.endpoint.can_recv()
+    endpoint = descriptor.endpoint
+    return endpoint.read_shut or endpoint.can_recv()
 
 
 def _writable(descriptor):

@@ -10,7 +10,7 @@ loopback interface, which EDK2 does not have, docs/edk2.md section 3.10). ``pair
 import errno
 
 from bitsnet import buffers, errors
-from bitsnet.constants import SHUT_RDWR, SHUT_WR
+from bitsnet.constants import SHUT_RD, SHUT_RDWR, SHUT_WR
 from bitsnet.endpoint import StreamEndpoint
 
 
@@ -26,6 +26,7 @@ class PairEndpoint(StreamEndpoint):
     connecting = False
     failed = False
     never_connected = False  # connected from birth
+    read_shut = False  # SHUT_RD is the endpoint's, set by shutdown(): the socket's recv answers b"" at once
     local_address = remote_address = ("127.0.0.1", 0)
 
     def __init__(self):
@@ -47,6 +48,9 @@ class PairEndpoint(StreamEndpoint):
         raise _error(errno.EISCONN)
 
     connect_later = connect_start
+
+    def disconnect(self):
+        pass  # a pair is connected from birth: no connect ever fails
 
     def send_urgent(self, data):
         return self.send(data)  # a pipe in memory has no urgent data: MSG_OOB bytes go inline
@@ -80,6 +84,7 @@ class PairEndpoint(StreamEndpoint):
         return n
 
     def shutdown(self, how):
+        self.read_shut = self.read_shut or how in (SHUT_RD, SHUT_RDWR)
         if how in (SHUT_WR, SHUT_RDWR):
             self._write_shut = True
             if self.peer is not None:

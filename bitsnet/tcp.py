@@ -60,6 +60,7 @@ import efi
 from bitsnet import clock, efidefs, errors, events, family, stack
 from bitsnet.buffers import ByteQueue
 from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port
+from bitsnet.constants import SHUT_RD, SHUT_RDWR, SHUT_WR
 from bitsnet.endpoint import StreamEndpoint
 # The speed policy lives with the pump that applies it (stack.py): set its numbers there.
 from bitsnet.stack import RECEIVE_CHUNK, STREAM_SEGMENT
@@ -79,7 +80,6 @@ CONNECT_TIMEOUT = 75.0
 CLOSE_TIMEOUT = 60.0  # a background graceful close that cannot finish by then is aborted
 TIME_TO_LIVE = 64
 
-SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 OPTIONS = ("nodelay", "keepalive", "rcvbuf", "sndbuf", "reuseaddr", "linger",
            "broadcast", "ttl", "tos")  # SO_BROADCAST: meaningless for TCP, but Linux accepts it, so we record it
 
@@ -203,7 +203,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self.receiver = Receiver()
         self.sender = Sender(DEFAULT_SNDBUF)
         # Outside the machine (tcp_state.py): the user's SHUT_RD, SHUT_WR and close().
-        self._rd_shut = False
+        self._rd_shut = False  # SHUT_RD is the endpoint's alone: it drops what arrives from then on
         self._wr_shut = False
         self._user_closed = False
         self._close_op = None  # the Close token, graceful or abort, once posted
@@ -613,6 +613,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             _fail(errno.EBADF, "endpoint is closed")
 
     def _address(self, address, deadline=None):
+        """(host, port, IP info) of an address the socket layer validated (_socket._sockaddr: a
+        canonical literal of this family, or the wildcard; a port 0-65535): trusted here."""
         host, port = address[:2]
         fam = self._fam
         info = self._ip_info(deadline)
@@ -620,14 +622,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             # EDK2 quirk (docs/bits-efi.md section 4): a 0.0.0.0 TCP4 listener is not served; TCP6 takes ::
             # (docs/edk2.md section 3.1).
             host = info.address if fam.version == 4 else fam.wildcard
-        canonical = fam.canonical(str(host))
-        if canonical is None:
-            _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, host))
-        host = canonical
-        if not 0 <= int(port) <= 65535:
-            # BITS quirk: no repr() of a float (docs/bits-environment.md section 10)
-            _fail(errno.EINVAL, "port out of range: %d" % int(port))
-        return host, int(port), info
+        return host, port, info
 
     def bind(self, address, deadline=None):
         """Reserve the local address now (a passive Configure), so errors and the port are known.
@@ -651,25 +646,32 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         """Send the SYN. Wait for ``connected`` or ``take_error()``; ``timeout``: our own timer;
         ``deadline``: the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
         self._check_open()
-        if self._state == SYN_SENT:
-            _fail(errno.EALREADY, "connect")
-        if self._state in CONNECTED:
-            _fail(errno.EISCONN, "connect")
-        if self._state == FAILED and self._handle is not None and not events.outstanding(self):
-            # A new attempt after a failed one was reported, as Linux allows: the child forgets
-            # the old peer (Configure(NULL)) and starts as a fresh one.
-            self._call("Configure", None)
-            self._configured = self._local = self._remote = None
-            self._error = 0
-            self._event("retry")
+        self.disconnect()  # a new attempt after a failed one was reported, as Linux allows
         if self._state != CLOSED and self._state != BOUND:
+            # EALREADY/EISCONN are the socket layer's to say (_socket.socket._connect)
             _fail(errno.EINVAL, "cannot connect in state %s" % self._state)
         status = self._send_syn(address, timeout, deadline)
         self._event("connect")
         if status != efi.EFI_SUCCESS:
+            # Refused by the call itself: the error is connect()'s, and the socket is left as
+            # Linux leaves one whose connect failed at once (TCP_CLOSE: POLLOUT|POLLHUP, no POLLIN).
             self._event("refused")
+            self._forget_peer()
             errors.raise_for_status(status, "connect")
         self.update()
+
+    def disconnect(self):
+        """connect() reported a failed connect (endpoint.StreamEndpoint.disconnect)."""
+        if self._state == FAILED and self._handle is not None and not events.outstanding(self):
+            self._forget_peer()
+
+    def _forget_peer(self):
+        """After a failed connect: the child forgets the peer (Configure(NULL)) and the endpoint
+        is a fresh one (Closed), as Linux's tcp_disconnect leaves a socket."""
+        self._call("Configure", None)
+        self._configured = self._local = self._remote = None
+        self._error = 0
+        self._event("disconnect")
 
     def _send_syn(self, address, timeout, deadline):
         """Configure the child actively and call Connect: its status (on EFI_SUCCESS the token is
@@ -1001,6 +1003,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     never_connected = property(lambda self: self._state == CLOSED or self._state == BOUND)
     failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
+    read_shut = property(lambda self: self._rd_shut)
     local_address = property(lambda self: self._local)
     remote_address = property(lambda self: self._remote if self._state in CONNECTED else None)
 

@@ -21,7 +21,7 @@ buffered data is still returned) and ``Destroyed`` (DestroyChild: the child is g
           Closed -----------> Bound -----------> Listen    (and Closed --listen--> Listen)
             |  |                |
             |  | connect        | connect
-            |  `------------> SynSent --refused, timeout--> Failed --retry--> Closed
+            |  `------------> SynSent --refused, timeout--> Failed --disconnect--> Closed
             |                   |
             | accepted          | established
             v                   v
@@ -77,7 +77,8 @@ NOT_CONNECTED = (CLOSED, BOUND, LISTEN, FAILED)
 #   accepted                an Accept completed: EDK2's child becomes an endpoint
 #   established, refused    the Connect token completed: EFI_SUCCESS, or an error (RST, ICMP...)
 #   timeout                 bitsnet's own connect timer ran out (EDK2's is >= 60 s)
-#   retry                   a new connect after a failed one (Configure(NULL) first)
+#   disconnect              a failed connect is forgotten (Configure(NULL)), as Linux's tcp_disconnect:
+#                           when connect() reported it, or a new connect starts
 #   fin                     a Receive ended with EFI_CONNECTION_FIN (docs/edk2.md section 3.6)
 #   close                   shutdown(SHUT_WR) or a graceful close(): our FIN after the queued data
 #   reset                   the connection is lost: RST, an error, EFI_ABORTED, our abort
@@ -92,7 +93,7 @@ TRANSITIONS = {
     (SYN_SENT, "established"): ESTABLISHED,
     (SYN_SENT, "refused"): FAILED,
     (SYN_SENT, "timeout"): FAILED,
-    (FAILED, "retry"): CLOSED,
+    (FAILED, "disconnect"): CLOSED,
     (ESTABLISHED, "fin"): CLOSE_WAIT,
     (FIN_WAIT_1, "fin"): CLOSING,
     (ESTABLISHED, "close"): FIN_WAIT_1,

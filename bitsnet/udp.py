@@ -48,6 +48,7 @@ import efi
 
 from bitsnet import clock, errors, events, family, inet, ipconfig, stack
 from bitsnet.buffers import DatagramQueue
+from bitsnet.constants import SHUT_RD, SHUT_RDWR
 from bitsnet.child import NO_MAPPING_WAIT, PORT_TRIES, EfiChild, random_port  # docs/edk2.md section 3.7
 from bitsnet.endpoint import DatagramEndpoint
 
@@ -60,7 +61,8 @@ FIRMWARE_HOLD_US = 5 * 1000 * 1000  # ReceiveTimeout: EDK2 drops datagrams queue
 CLOSE_TIMEOUT = 2.0  # a closed endpoint waits this long for its in-flight Transmits
 TIME_TO_LIVE = 64
 ICMP_POLL_INTERVAL = 0.001  # seconds: how often a connected send() lets an ICMP error arrive first
-OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos")
+OPTIONS = ("broadcast", "reuseaddr", "rcvbuf", "sndbuf", "ttl", "tos",
+           "linger")  # SO_LINGER: nothing to linger for on UDP, but Linux accepts it, so we record it
 
 # The stack-wide state (stack.py) this module adds to.
 _closer = stack.udp_closer
@@ -81,6 +83,9 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     listening = False
     connecting = False
     never_connected = False  # not a stream
+    # SHUT_RD is the endpoint's (the one place every layer reads it), set by shutdown(): select()
+    # then calls the socket readable; recv still waits for a datagram, as on Linux.
+    read_shut = False
     _closer = stack.udp_closer
     _POLL_UNCONFIGURED = False  # Poll goes through a configured child only
 
@@ -88,7 +93,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         EfiChild.__init__(self, fam or family.INET)
         self._info = None  # the Ip4Info the child was configured with
         self._options = {"broadcast": False, "reuseaddr": False, "rcvbuf": DEFAULT_RCVBUF, "sndbuf": MAX_DATAGRAM,
-                         "ttl": TIME_TO_LIVE, "tos": 0}
+                         "ttl": TIME_TO_LIVE, "tos": 0, "linger": None}
         self._configured = False
         self._local = None  # type: tuple   # (host as bound, port)
         self._station = None  # the address the child is configured with
@@ -248,15 +253,10 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
             _fail(errno.EBADF, "endpoint is closed")
 
     def _address(self, address):
+        """(host, port) of an address the socket layer validated (_socket._sockaddr: a canonical
+        literal of this family, or the wildcard; a port 0-65535): trusted here."""
         host, port = address[:2]
-        fam = self._fam
-        host = fam.canonical(fam.wildcard if host in ("", None) else str(host))
-        if host is None:
-            _fail(errno.EINVAL, "not an %s address: %r" % (fam.name, address[0]))
-        if not 0 <= int(port) <= 65535:
-            # BITS quirk: no repr() of a float (docs/bits-environment.md section 10)
-            _fail(errno.EINVAL, "port out of range: %d" % int(port))
-        return host, int(port)
+        return self._fam.wildcard if host in ("", None) else host, port
 
     def _is_broadcast(self, host, deadline=None):
         if self._fam.version != 4:
@@ -297,6 +297,14 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
         except errors.error:
             self._remote = None
             raise
+
+    def shutdown(self, how):
+        """shutdown() of a connected datagram socket: SHUT_RD is recorded (``read_shut``), the
+        rest changes nothing (Linux: ENOTCONN unless connected)."""
+        self._check_open()
+        if self._remote is None:
+            _fail(errno.ENOTCONN, "shutdown")
+        self.read_shut = self.read_shut or how in (SHUT_RD, SHUT_RDWR)
 
     def disconnect(self):
         """connect(AF_UNSPEC): forget the default peer, keep the local port."""
@@ -502,7 +510,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
 
     def set_option(self, name, value):
         """"broadcast" (SO_BROADCAST), "reuseaddr" (SO_REUSEADDR: AllowDuplicatePort, applied at
-        the next bind), "rcvbuf" (the Python queue's byte bound), "sndbuf" (recorded)."""
+        the next bind), "rcvbuf" (the Python queue's byte bound), "sndbuf" and "linger" (recorded),
+        "ttl" and "tos" (applied at once)."""
         if name not in OPTIONS:
             raise KeyError(name)
         if name in ("rcvbuf", "sndbuf"):
@@ -511,6 +520,8 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
                 self._rx.max_bytes = value
         elif name in ("ttl", "tos"):
             value = int(value)  # TimeToLive/HopLimit, TypeOfService/TrafficClass
+        elif name == "linger":
+            value = None if value is None else (bool(value[0]), int(value[1]))
         else:
             value = bool(value)
         changed = self._options[name] != value

@@ -19,24 +19,26 @@ Design -- how one thread serves HTTP while arbitrary user code runs
 --------------------------------------------------------------------
 BITS has no threads, so the server and the user's code share the one thread:
 
-Rule 1: every request is answered at once. ``POST /push`` only *compiles* the line (with
+Answer at once, every request. ``POST /push`` only *compiles* the line (with
     ``bitsnet.console``, which decides as ``codeop`` does whether a block is complete);
     complete code is queued and answered "running". The browser then polls ``GET /poll`` for
     output and state. No response ever waits for user code.
-Rule 2: the select loop (``ReplServer.service``) owns all sockets, non-blocking. A connection
-    is read into a buffer until its request head is there (``MAX_HEADER``), which our own small
-    parser reads (``parse_head``: HTTP/1.x, origin-form paths only; anything else is a 400 at
-    once, never an exception); then Rule 5 admits it or answers it; an admitted request's body
-    is read, the route runs, and the response is written back as the socket accepts it.
-Rule 3: queued code runs from the top of the loop with ``sys.settrace`` installed. The line
-    tracer counts events; every ``TICKS`` events it reads the clock and, at most every
-    ``SERVICE_INTERVAL``, runs ``service(0)``: polls are answered (with the output so far),
-    an interrupt request raises ``KeyboardInterrupt`` inside the user's code at its next line.
-Rule 4: never re-enter the network stack: the loop is not serviced while any frame between the
+One loop owns the sockets: the select loop (``ReplServer.service``), non-blocking. A
+    connection is read into a buffer until its request head is there (``MAX_HEADER``), which our
+    own small parser reads (``parse_head``: HTTP/1.x, origin-form paths only; anything else is a
+    400 at once, never an exception); then "token first" admits it or answers it; an admitted
+    request's body is read, the route runs, and the response is written back as the socket
+    accepts it.
+Code runs under the tracer: queued code runs from the top of the loop with ``sys.settrace``
+    installed. The line tracer counts events; every ``TICKS`` events it reads the clock and, at
+    most every ``SERVICE_INTERVAL``, runs ``service(0)``: polls are answered (with the output so
+    far), an interrupt request raises ``KeyboardInterrupt`` inside the user's code at its next
+    line.
+No re-entry into the network stack: the loop is not serviced while any frame between the
     user's code and the tracer belongs to bitsnet or efi (the user's own socket calls), and
     frames of those modules are not traced at all.
 
-Rule 5: nothing of a request is looked at beyond its head before the token: the token is
+Token first: nothing of a request is looked at beyond its head before the token, which is
     checked first, then Host and Origin (``host_allowed``: an IP literal, localhost, or a name
     given with ``--allow-host``, so DNS rebinding fails; an Origin must be the page's own), then
     the announced body length; only then is the body read. Refusals are answered at once (the
@@ -46,10 +48,10 @@ Rule 5: nothing of a request is looked at beyond its head before the token: the 
     are full the oldest connection without the token (that has been read at least once) is
     dropped for a new one, so idle or slow clients (slowloris) cannot keep a real one out; an
     admitted connection has ``CLIENT_TIMEOUT`` to finish.
-Rule 6: input is bounded before it is compiled: ``check_source`` on the text (line and block
-    sizes, and an estimate of the parser's and compiler's recursion -- brackets,
-    operator/attribute/call chains, indentation, elif clauses, with items -- within
-    ``MAX_DEPTH``), then ``check_code`` on the complete block's syntax tree (the bytes and
+Bounded input, before it is compiled: ``check_source`` on the text (line and block sizes,
+    and an estimate of the parser's and compiler's recursion -- brackets, operator/attribute/call
+    chains, indentation, elif clauses, with items -- within ``MAX_DEPTH``),
+    then ``check_code`` on the complete block's syntax tree (the bytes and
     lines between line-number entries and the basic blocks 2.7's compiler would make, counted
     by ``bitsnet.webrepl_lnotab``), so no input overflows BITS's 128 KiB C stack (it has no
     guard page), makes 2.7 segfault, or hits BITS's compiler abort on a byte 255 in a
@@ -68,8 +70,8 @@ signals; a periodic firmware timer whose notify function makes a ``Py_AddPending
 ``events.py`` that does not exist yet.
 
 Access: every request must carry the token (header ``X-Repl-Token`` or query ``token``),
-compared in constant time; otherwise 403 and nothing runs (Rule 5). The URL with the token is
-printed on the firmware console; a netconsole mirroring it shows a mask instead
+compared in constant time; otherwise 403 and nothing runs ("token first"). The URL with the
+token is printed on the firmware console; a netconsole mirroring it shows a mask instead
 (``bitsnet.netconsole.add_secret``): the token never crosses the network in clear from here.
 The token and session ids come from ``bitsnet.entropy``; the console says which source that
 was, and warns when it is not a strong one (BITS on a board without an RNG protocol or
@@ -124,7 +126,7 @@ _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 TICKS = 1000  # trace events between clock reads: keeps the tracer's cost to one decrement per line
 SERVICE_INTERVAL = 0.05  # s between HTTP services while code runs: polls see output within ~50 ms
 IDLE_WAIT = 0.25  # s one select waits while idle (the loop also checks deadlines this often)
-HEADER_TIMEOUT = 3.0  # s from accept to a complete request head; idle and slow clients go (Rule 5)
+HEADER_TIMEOUT = 3.0  # s from accept to a complete request head; idle and slow clients go (token first)
 CLIENT_TIMEOUT = 10.0  # s for an admitted request (right token) to send its body and take its response
 SESSION_IDLE = 10.0  # s without contact after which another browser may take the console
 MAX_CONNECTIONS = 16  # more wait in the listen backlog: bounded work per service
@@ -141,13 +143,13 @@ LOG_BURST = 5  # console lines about refusals (and, separately, our own faults) 
 LOG_WINDOW = 10.0  # ... per this many seconds; the rest are counted
 TRANSCRIPT_LIMIT = 1024 * 1024  # characters of console text kept for polls and page reloads
 STOP_GRACE = 1.5  # s the server keeps answering after exit() so the page sees "closed"
-_NETWORK_STACK = ("bitsnet", "efi", "_efi")  # module name prefixes never traced (Rule 4)
+_NETWORK_STACK = ("bitsnet", "efi", "_efi")  # module name prefixes never traced (no re-entry)
 
 
 def _untraced():
     """The network stack's module prefixes, and any loaded package that stands in for the
     firmware (it declares ``__bitsnet_firmware__ = True``; on a host the simulator does): its
-    frames are the firmware's, which in BITS is C and never traced (Rule 4)."""
+    frames are the firmware's, which in BITS is C and never traced (no re-entry)."""
     stand_ins = tuple(name for name, module in list(sys.modules.items())
                       if "." not in name and getattr(module, "__bitsnet_firmware__", False) is True)
     return _NETWORK_STACK + stand_ins
@@ -283,13 +285,13 @@ class _NoInput(object):
 
 # --------------------------------------------------------------------------- interpreter
 class ReplConsole(_console.Console):
-    """The interactive interpreter with compiling and running split apart (Rule 1)."""
+    """The interactive interpreter with compiling and running split apart (answer at once)."""
 
     def __init__(self, transcript):
         _console.Console.__init__(self, {"__name__": "__console__", "__doc__": None}, "<console>")
         _console.install_exit(self.locals)  # BITS has no exit() builtin (no site)
         self.transcript = transcript
-        self.raised_by_tracer = False  # set when the tracer raised KeyboardInterrupt (Rule 3)
+        self.raised_by_tracer = False  # set when the tracer raised KeyboardInterrupt (code runs under the tracer)
 
     def write(self, data):
         self.transcript.write(data)
@@ -331,7 +333,7 @@ class ReplConsole(_console.Console):
         return compiled
 
     def _refuse(self, why):
-        """Drop the block being typed, as a syntax error does, saying why (Rule 6)."""
+        """Drop the block being typed, as a syntax error does, saying why (bounded input)."""
         self.resetbuffer()
         self.write("InputRefused: %s; nothing was compiled or run\n" % why)
         return None
@@ -403,15 +405,15 @@ class ReplConsole(_console.Console):
             self.showtraceback()
 
 
-# The frame that exec()s user code: the tracer's stack walk stops there (Rule 4).
+# The frame that exec()s user code: the tracer's stack walk stops there (no re-entry).
 _RUN_CODE = getattr(ReplConsole.run_compiled, "__func__", ReplConsole.run_compiled).__code__
 
 
 # --------------------------------------------------------------------------- the server loop
 class _Connection(object):
     """One client socket: its request head, then (once admitted) its body, then the response
-    (Rule 2). ``trusted`` once the head carried the right token: only such a connection is
-    given CLIENT_TIMEOUT and kept when the slots are full (Rule 5)."""
+    (one loop owns the sockets). ``trusted`` once the head carried the right token: only such a connection is
+    given CLIENT_TIMEOUT and kept when the slots are full (token first)."""
 
     def __init__(self, sock, address, now, serial):
         self.sock = sock
@@ -429,7 +431,7 @@ class _Connection(object):
 
 
 class ReplServer(TCPServer):
-    """The listening socket (TCPServer binds and listens); the loop is ours (Rules 2-5)."""
+    """The listening socket (TCPServer binds and listens); the loop is ours (the rules above)."""
     request_queue_size = LISTEN_BACKLOG  # connections waiting to be accepted while we evict
     allow_reuse_address = True
 
@@ -618,7 +620,7 @@ class WebRepl(object):
         self.interrupt_requested = False
         self.stopping = False
         self.denied = 0  # requests refused (any reason)
-        self.evicted = 0  # connections without the token dropped to make room (Rule 5)
+        self.evicted = 0  # connections without the token dropped to make room (token first)
         self.errors = 0  # faults of our own while serving
         self._refusal_log = _RateLimited(self.log)
         self._error_log = _RateLimited(self.log)
@@ -695,7 +697,8 @@ class WebRepl(object):
                 self.session.last_seen = _clock()  # a long run is not a session gone idle
 
     def _tracer(self):
-        """The trace functions of Rule 3/4 as closures (the line tracer runs on every line)."""
+        """The trace functions ("code runs under the tracer", "no re-entry") as closures (the line
+        tracer runs on every line)."""
         countdown = [TICKS]
         tick = self._tick
         untraced = self._untraced = _untraced()
@@ -721,7 +724,7 @@ class WebRepl(object):
         walk = frame
         while walk is not None and walk.f_code is not _RUN_CODE:
             if str(walk.f_globals.get("__name__", "")).startswith(self._untraced):
-                return  # inside the network stack: servicing now would re-enter it (Rule 4)
+                return  # inside the network stack: servicing now would re-enter it (no re-entry)
             walk = walk.f_back
         self._service(0)
         if self.interrupt_requested:
@@ -729,7 +732,7 @@ class WebRepl(object):
             self.interpreter.raised_by_tracer = True
             raise KeyboardInterrupt
 
-    # ---- admission (Rule 5), then routes
+    # ---- admission (token first), then routes
     def admit(self, request):
         """Whether a request head may go on: the token before anything else, then Host and
         Origin (DNS rebinding, cross-site pages), then the body's announced length, which is

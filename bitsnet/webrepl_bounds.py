@@ -1,5 +1,5 @@
 """bitsnet.webrepl_bounds: the input bounds ``bitsnet.webrepl`` checks before it compiles a
-block the browser pushed (its Rule 6), derived from what CPython 2.7's compiler (BITS's) does.
+block the browser pushed (its rule "bounded input"), derived from what CPython 2.7's compiler (BITS's) does.
 
 Two checks, in this order:
 

@@ -314,7 +314,8 @@ def settle_closes(tcp, timeout):
 
 
 def lost_completions(events):
-    """Tokens the firmware completed that ``process()`` does not find (Rule 3 of events.py)."""
+    """Tokens the firmware completed that ``process()`` does not find (no completion is lost:
+    docs/architecture.md section 3)."""
     if events._state["mode"] == "efi-hook":
         events._state["last_rescan"] = 0.0  # BITS's hook drops notifications: its rescan is the design
     events.process()

@@ -230,3 +230,101 @@ def test_selectors_on_bitsnet(net, kind):
         selector.close()
         client.close()
         server.close()
+
+
+# --- POLLHUP: failed connects and listeners as Linux reports them --------------------------------
+def _refusing(monkeypatch, call, status):
+    """EDK2's TCP refusing ``call`` (Connect, Accept) with ``status`` at the call itself."""
+    import efi
+    from bitsnet import tcp
+    real = tcp.TcpEndpoint._call
+
+    def refuse(self, name, *args):
+        return getattr(efi, status) if name == call else real(self, name, *args)
+    monkeypatch.setattr(tcp.TcpEndpoint, "_call", refuse)
+
+
+def _poll_now(select_module, sock):
+    poller = select_module.poll()
+    poller.register(sock, select_module.POLLIN | select_module.POLLOUT)
+    return [mask for _, mask in poller.poll(0)]
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0, 0.0])
+def test_a_connect_refused_at_the_call_is_pollout_pollhup_as_on_the_host(net, monkeypatch, timeout):
+    # Linux: a connect() that fails at once (ENETUNREACH, to a multicast address) leaves the socket
+    # in TCP_CLOSE with nothing shut down: POLLOUT|POLLHUP -- no POLLIN (before: bitsnet's Failed
+    # state said POLLIN too), no POLLERR (the error was connect()'s) -- recv ENOTCONN, and a new
+    # connect starts afresh. bitsnet's case: EDK2's Connect() refusing the call itself.
+    import select as host_select
+    import socket as host
+
+    def outcome(module, select_module, target):
+        with HostListener() as listener:
+            warm = module.socket()
+            warm.bind(("", 0))  # blocking: the address is there (else a non-blocking connect waits for it)
+            warm.close()
+            sock = module.socket()
+            sock.settimeout(timeout)
+            seen = [sock.connect_ex(target), _poll_now(select_module, sock),
+                    sock.getsockopt(module.SOL_SOCKET, module.SO_ERROR)]
+            try:
+                sock.recv(1)
+            except module.error as exc:
+                seen.append(exc.errno)
+            monkeypatch.undo()
+            sock.settimeout(10)
+            seen.append(sock.connect_ex(listener.address))
+            listener.accept().close()
+            sock.close()
+        return seen
+
+    on_host = outcome(host, host_select, ("224.0.0.1", 80))
+    _refusing(monkeypatch, "Connect", "EFI_NETWORK_UNREACHABLE")
+    assert outcome(bs, bselect, (STATION, 9)) == on_host == [errno.ENETUNREACH, [bselect.POLLOUT | bselect.POLLHUP],
+                                                             0, errno.ENOTCONN, 0]
+
+
+def test_a_listener_whose_accept_is_refused_never_polls_pollhup(net, monkeypatch):
+    # Linux never reports POLLHUP on a listener (unless shut down). bitsnet reports EDK2's
+    # refused Accept through accept() (the listener polls POLLIN until accept() raised it),
+    # never as POLLHUP or POLLERR.
+    _refusing(monkeypatch, "Accept", "EFI_OUT_OF_RESOURCES")
+    server = bs.socket()
+    server.bind(("", 0))
+    server.listen(1)
+    assert _poll_now(bselect, server) == [bselect.POLLIN]
+    assert bselect.select([server], [server], [server], 0) == ([server], [], [])
+    server.setblocking(False)
+    with pytest.raises(bs.error) as info:
+        server.accept()
+    assert info.value.errno == errno.ENOBUFS
+    assert _poll_now(bselect, server) == []
+    server.close()
+
+
+@pytest.mark.parametrize("how", ["blocking", "timeout", "non-blocking, then connect"])
+def test_a_refused_connect_polls_as_on_the_host(net, how):
+    # Linux: when connect() itself reports the failure (a blocking connect; the connect after a
+    # non-blocking one) it disconnects the socket (tcp_disconnect): POLLOUT|POLLHUP; under a
+    # timeout CPython's connect reads SO_ERROR instead, and the RST's POLLIN stays.
+    import select as host_select
+    import socket as host
+    from peers import closed_port
+
+    def outcome(module, select_module):
+        sock = module.socket()
+        target = ("127.0.0.1", closed_port())
+        if how == "non-blocking, then connect":
+            sock.setblocking(False)
+            seen = [sock.connect_ex(target), select_module.select([], [sock], [], 10)[1] == [sock]]
+        else:
+            sock.settimeout(None if how == "blocking" else 10.0)
+            seen = []
+        seen += [sock.connect_ex(target), _poll_now(select_module, sock)]
+        sock.close()
+        return seen
+
+    on_host = outcome(host, host_select)
+    assert outcome(bs, bselect) == on_host
+    assert on_host[-1] == [bselect.POLLOUT | bselect.POLLHUP | (bselect.POLLIN if how == "timeout" else 0)]

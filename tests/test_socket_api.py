@@ -514,6 +514,35 @@ def test_so_linger_zero_close_resets_the_peer(net):
         server.close()
 
 
+def test_so_linger_is_the_endpoints_on_every_kind_as_on_the_host(net):
+    # The endpoint keeps SO_LINGER (its close honours it): a UDP socket records it as Linux does
+    # (it raised KeyError before), and an accepted connection inherits the listener's.
+    def lingers(module, listener_address):
+        udp = module.socket(module.AF_INET, module.SOCK_DGRAM)
+        udp.setsockopt(module.SOL_SOCKET, module.SO_LINGER, struct.pack("ii", 1, 3))
+        seen = [udp.getsockopt(module.SOL_SOCKET, module.SO_LINGER, 8), udp.getsockopt(module.SOL_SOCKET,
+                                                                                       module.SO_LINGER)]
+        udp.close()
+        server = module.socket()
+        server.setsockopt(module.SOL_SOCKET, module.SO_LINGER, struct.pack("ii", 1, 0))
+        server.bind((listener_address, 0))
+        server.listen(1)
+        client = host.create_connection((STATION if module is bs else peers.HOST, server.getsockname()[1]), 10)
+        server.settimeout(10)
+        accepted, _ = server.accept()
+        seen.append(accepted.getsockopt(module.SOL_SOCKET, module.SO_LINGER, 8))
+        accepted.close()  # (1, 0) inherited: a reset
+        with pytest.raises(host.error) as info:
+            client.recv(10)
+        seen.append(info.value.errno)
+        client.close()
+        server.close()
+        return seen
+
+    assert lingers(bs, "") == lingers(host, peers.HOST) == [struct.pack("ii", 1, 3), 1, struct.pack("ii", 1, 0),
+                                                            errno.ECONNRESET]
+
+
 def test_dropping_the_last_reference_closes_gracefully(net):
     with HostListener() as listener:
         client, server = connected_pair(listener)

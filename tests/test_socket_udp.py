@@ -205,3 +205,30 @@ def test_ttl_and_tos_reach_the_wire(net, peer):  # noqa: F811
             assert header_of_next() == (b"again", 9, 0x40)
         finally:
             s.close()
+
+
+def test_shutdown_rd_is_the_endpoints_and_polls_as_on_the_host(net, peer):  # noqa: F811
+    # Linux: shutdown of an unconnected UDP socket is ENOTCONN; after SHUT_RD a connected one
+    # polls readable (and writable) though recv still waits for a datagram.
+    from bitsnet import select as bselect
+    import select as host_select
+
+    def outcome(module, select_module):
+        sock = module.socket(module.AF_INET, module.SOCK_DGRAM)
+        try:
+            sock.shutdown(module.SHUT_RD)
+        except module.error as exc:
+            seen = [exc.errno]
+        sock.connect(("127.0.0.1", peer.getsockname()[1]))
+        sock.shutdown(module.SHUT_RD)
+        poller = select_module.poll()
+        poller.register(sock, select_module.POLLIN | select_module.POLLOUT)
+        seen.append([mask for _, mask in poller.poll(0)])
+        sock.settimeout(0.1)
+        with pytest.raises(module.timeout):
+            sock.recv(10)
+        sock.close()
+        return seen
+
+    assert outcome(bs, bselect) == outcome(host, host_select) == [errno.ENOTCONN,
+                                                                  [bselect.POLLIN | bselect.POLLOUT]]

@@ -384,7 +384,7 @@ class Raw(object):
         if self.mode == "trampoline" and self.previous is not None:
             self.trampoline.set_dispatcher(self.previous)
             # Notifications of bitsnet's own events that arrived meanwhile: bitsnet only records
-            # them (events.py rule 2), so handing them over now is just a late delivery.
+            # them (docs/architecture.md section 13 rule 5), so handing them over now is just a late delivery.
             for number in sorted(n for n in self.fired if n < RAW_CONTEXT_BASE):
                 self.previous(number)
 
