@@ -233,6 +233,36 @@ def submit(token, completion, on_done, owner, keep=(), kind=None):
     return op
 
 
+def resubmit(op):
+    """submit() again for ``op``, whose token completed and was consumed, when the same token
+    goes back to EFI (a reused Receive or Transmit token): a slot and a sequence number, without
+    building a new Operation (a visible cost per exchange in BITS, docs/performance.md section 7).
+    The caller updates ``op.keep`` if what EFI touches changed."""
+    slot = _idle.pop() if _idle else _take_slot()
+    completion = op.completion
+    completion.Event = _events[slot]
+    completion.Status = SENTINEL
+    _state["seq"] += 1
+    op.slot, op.seq, op.done, op.status = slot, _state["seq"], False, SENTINEL
+    _pending[slot] = op
+    return op
+
+
+def take(op):
+    """``op`` completed inside its EFI call (its Status is no longer SENTINEL) and its owner
+    consumes the completion right there: release the registry entry as ``process()`` would,
+    without ``on_done``. Only for an ``op`` submitted since the last ``process()`` (nothing
+    else can have finished it)."""
+    del _pending[op.slot]
+    op.status = op.completion.Status
+    op.done = True
+    if len(_idle) < MAX_IDLE_EVENTS:
+        _idle.append(op.slot)
+    else:
+        _close_slot(op.slot)
+    stats["completions"] += 1
+
+
 def unsubmit(op):
     """The EFI call refused the token: release it at once."""
     if _pending.get(op.slot) is op:

@@ -94,6 +94,19 @@ _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: th
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
 
 
+def _bytes_data_offset():
+    """Where a bytes object's first byte lies, from its id(): a constant in CPython (2.7's str
+    and 3's bytes alike), checked on two objects; None if it is not (then ctypes.cast is used).
+    ``ctypes.cast(data, c_void_p).value`` costs ~30 times as much in BITS (docs/performance.md
+    section 7), once per Transmit."""
+    probes = [b"probe", b"another probe"]
+    offsets = set(ctypes.cast(p, ctypes.c_void_p).value - id(p) for p in probes)
+    return offsets.pop() if len(offsets) == 1 else None
+
+
+_BYTES_DATA = _bytes_data_offset()
+
+
 def _clamp(value, bounds):
     return max(bounds[0], min(bounds[1], int(value)))
 
@@ -110,10 +123,11 @@ class Receiver(object):
     afresh was a visible part of a request/response round trip). ``stack.pump``
     reads ``streaming`` and calls ``TcpEndpoint.receive_now``."""
 
-    __slots__ = ("op", "buffer", "packet", "token", "fragment", "completion", "streaming", "later")
+    __slots__ = ("op", "spent", "buffer", "packet", "token", "fragment", "completion", "streaming", "later")
 
     def __init__(self):
         self.op = None  # the outstanding Receive's Operation, or None
+        self.spent = None  # the token's Operation once it completed: the next Receive resubmits it
         self.buffer = self.packet = self.token = self.fragment = self.completion = None
         self.streaming = False  # the last Receive brought a full segment: the pump Polls a batch first
         self.later = False  # the last Receive brought data: the next one waits for the next pump
@@ -139,6 +153,7 @@ class Receiver(object):
     def completed(self, op):
         """The Receive ``op`` completed: the bytes it brought (EFI_SUCCESS), else None."""
         self.op = None
+        self.spent = op
         if op.status != efi.EFI_SUCCESS:
             self.streaming = self.later = False
             return None
@@ -159,7 +174,7 @@ class Sender(object):
         self.queue = ByteQueue()
         self.ops = collections.deque()  # Transmit Operations in flight
         self.inflight = 0  # bytes in them
-        self.free = []  # type: list   # (token, packet, fragment, completion) of completed Transmits
+        self.free = []  # type: list   # (token, packet, fragment, completion, Operation) of completed Transmits
         self.limit = limit  # SO_SNDBUF: queue + in flight
         self.refused_since = None  # when Transmits started being refused (TcpEndpoint._transmit_refused)
 
@@ -173,7 +188,9 @@ class Sender(object):
         self.ops.remove(op)
         self.inflight -= op.keep[0].DataLength
         if not urgent:
-            self.free.append((op.token, op.keep[0], op.keep[2], op.keep[3]))
+            keep = op.keep
+            op.keep = None  # the bytes sent: not held while the token waits for reuse
+            self.free.append((op.token, keep[0], keep[2], keep[3], op))
 
 
 class TcpEndpoint(EfiChild, StreamEndpoint):
@@ -477,11 +494,17 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return False
 
     def _post_receive(self):
-        token, completion, keep = self.receiver.prepare(self._fam)
-        op = self._submit("rx", token, completion, keep=keep)
+        receiver = self.receiver
+        token, completion, keep = receiver.prepare(self._fam)
+        op = receiver.spent
+        if op is None or op.owner is not self:
+            op = self._submit("rx", token, completion, keep=keep)
+        else:
+            events.resubmit(op)  # the same token, packet and buffer: no new Operation
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
+            receiver.spent = op
             if status == efi.EFI_CONNECTION_FIN:
                 # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): after the peer's FIN with nothing
                 # buffered, Receive() *returns* EFI_CONNECTION_FIN (the token is not signalled).
@@ -503,24 +526,28 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         ``urgent`` (send_urgent): EFI's Urgent flag, on a token of its own that is not reused and
         whose refusal is not retried (the caller says "would block")."""
         sender = self.sender
+        size = len(data)
+        keep = None
         if sender.free and not urgent:
-            # a completed Transmit's token, packet, fragment and completion: EDK2 let go of them
-            token, txdata, fragment, completion = sender.free.pop()
+            # a completed Transmit's token, packet, fragment, completion and Operation: EDK2 let go of them
+            token, txdata, fragment, completion, op = sender.free.pop()
+            keep = op.keep = (txdata, data, fragment, completion)
+            events.resubmit(op)
         else:
             token, txdata, fragment, completion = self._transmit_token(urgent)
-        txdata.DataLength = fragment.FragmentLength = len(data)
+        txdata.DataLength = fragment.FragmentLength = size
         # Zero-copy (docs/edk2.md section 3.3 Transmit): the bytes object is the fragment; kept in the registry.
-        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
-        sender.ops.append(op)
-        sender.inflight += len(data)
+        if _BYTES_DATA is not None and type(data) is bytes:
+            fragment.FragmentBuffer = id(data) + _BYTES_DATA
+        else:
+            fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
+        if keep is None:
+            op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
         status = self._call("Transmit", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            sender.ops.remove(op)
-            sender.inflight -= len(data)
             if not urgent:
-                sender.free.append((token, txdata, fragment, completion))
+                sender.free.append((token, txdata, fragment, completion, op))
                 sender.queue.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:
                 self._refused(status, "send")
@@ -530,6 +557,17 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if sender.refused_since is not None and not urgent:
             sender.refused_since = None
             _tx_retry.discard(self)
+        if completion.Status == efi.EFI_SUCCESS and not urgent and not self._user_closed:
+            # EDK2 took the bytes into its send buffer inside the call (the usual case for a
+            # small send): consume the completion here rather than record it for the next
+            # update() (docs/performance.md section 7). A closing endpoint's completions go
+            # through _record, which tells the closer.
+            events.take(op)
+            op.keep = None
+            sender.free.append((token, txdata, fragment, completion, op))
+            return True
+        sender.ops.append(op)
+        sender.inflight += size
         events.check(op)
         return True
 
