@@ -354,20 +354,27 @@ def wait_until(predicate, deadline, poll=None, checked=False):
     wait that does not Poll is slow (docs/edk2.md section 3.4). Returns whether the predicate held.
     ``checked``: the caller has just found ``predicate()`` false, so the first round Polls
     before asking again (a request/response round trip waits once per exchange).
+    A ``poll`` that returns a number (``stack.pump``: the completions it processed) has run
+    ``process()`` itself, so the next round runs it again only if something was notified since
+    (each is a clock read in BITS, docs/performance.md section 7); one that returns None has not.
     """
     idle = 0
+    found = None
     while True:
         if checked:
             checked = False
         else:
-            if process():
+            if found is None or _ready:  # _ready: notified since the poll's own process()
+                found = (found or 0) + process()
+            if found:
                 idle = 0
             if predicate():
                 return True
         if deadline is not None and clock() >= deadline:
             return False
+        found = None
         if poll is not None:
-            poll()
+            found = poll()
         idle += 1
         if idle > IDLE_SPINS:
             boot_services().Stall(IDLE_STALL_US)
