@@ -1071,6 +1071,104 @@ def proto_wait_until(predicate, deadline, poll=None, checked=False):
             events.boot_services().Stall(events.IDLE_STALL_US)
 
 
+def legacy_post_transmit(self, data, urgent=False):
+    """tcp.TcpEndpoint._post_transmit before e43dde5 (issue 32's A/B): a new Operation per
+    Transmit, the address by ctypes.cast, the completion recorded for the next update()."""
+    import efi
+    from bitsnet import events, tcp
+    sender = self.sender
+    if sender.free and not urgent:
+        token, txdata, fragment, completion = sender.free.pop()[:4]
+    else:
+        token, txdata, fragment, completion = self._transmit_token(urgent)
+    txdata.DataLength = fragment.FragmentLength = len(data)
+    fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
+    op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
+    sender.ops.append(op)
+    sender.inflight += len(data)
+    status = self._call("Transmit", ctypes.byref(token))
+    if status != efi.EFI_SUCCESS:
+        events.unsubmit(op)
+        sender.ops.remove(op)
+        sender.inflight -= len(data)
+        if not urgent:
+            sender.free.append((token, txdata, fragment, completion, op))
+            sender.queue.unread(data)
+        if status != efi.EFI_OUT_OF_RESOURCES:
+            self._refused(status, "send")
+        elif not urgent:
+            self._transmit_refused()
+        return False
+    if sender.refused_since is not None and not urgent:
+        sender.refused_since = None
+        tcp._tx_retry.discard(self)
+    events.check(op)
+    return True
+
+
+def legacy_post_receive(self):
+    """tcp.TcpEndpoint._post_receive before e43dde5: a new Operation per Receive."""
+    import efi
+    from bitsnet import events
+    token, completion, keep = self.receiver.prepare(self._fam)
+    op = self._submit("rx", token, completion, keep=keep)
+    status = self._call("Receive", ctypes.byref(token))
+    if status != efi.EFI_SUCCESS:
+        events.unsubmit(op)
+        if status == efi.EFI_CONNECTION_FIN:
+            self._event("fin")
+        else:
+            self._refused(status, "recv")
+        return False
+    self.receiver.op = op
+    return events.check(op)
+
+
+def legacy_completed(self, op):
+    """tcp.Receiver.completed before ba31a7a: the bytes by ctypes.string_at."""
+    import efi
+    from bitsnet.stack import STREAM_SEGMENT
+    self.op = None
+    self.spent = op
+    if op.status != efi.EFI_SUCCESS:
+        self.streaming = self.later = False
+        return None
+    length = op.keep[0].DataLength
+    self.streaming = length >= STREAM_SEGMENT
+    self.later = True
+    return ctypes.string_at(op.keep[1], length)
+
+
+def legacy_read(self, n=None):
+    """buffers.ByteQueue.read before ba31a7a."""
+    return self._gather(n, consume=True)
+
+
+def legacy_wait_until(predicate, deadline, poll=None, checked=False):
+    """events.wait_until before ba31a7a: events.process() on every round, after the pump's own."""
+    from bitsnet import events
+    clock, process = events.clock, events.process
+    idle = 0
+    while True:
+        if checked:
+            checked = False
+        else:
+            if process():
+                idle = 0
+            if predicate():
+                return True
+        if deadline is not None and clock() >= deadline:
+            return False
+        if poll is not None:
+            poll()
+        idle += 1
+        if idle > events.IDLE_SPINS:
+            events.boot_services().Stall(events.IDLE_STALL_US)
+
+
+# issue 32's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
+
+
 def section_micro(opts):
     """Costs of single operations on the round trip's path, in BITS (``conv micro`` lines)."""
     from bitsnet import events
