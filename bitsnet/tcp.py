@@ -105,6 +105,7 @@ def _bytes_data_offset():
 
 
 _BYTES_DATA = _bytes_data_offset()
+_control_options = {}  # type: dict   # TcpEndpoint._control_option's, by the values they hold
 
 
 def _clamp(value, bounds):
@@ -286,6 +287,21 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return state.value
 
     def _control_option(self, backlog):
+        """The ControlOption for these options and ``backlog``: built once per set of values and
+        shared (EDK2 copies it at Configure, docs/edk2.md section 3.9), since a connect fills its
+        fourteen fields otherwise (each ctypes field a visible cost in BITS, docs/performance.md
+        section 7)."""
+        options = self._options
+        key = (self._fam.version, options["rcvbuf"], options["sndbuf"], backlog, options["keepalive"],
+               options["nodelay"])
+        o = _control_options.get(key)
+        if o is None:
+            if len(_control_options) >= 16:
+                _control_options.clear()
+            o = _control_options[key] = self._new_control_option(backlog)
+        return o
+
+    def _new_control_option(self, backlog):
         o = self._fam.TCP_OPTION()
         o.ReceiveBufferSize = _clamp(self._options["rcvbuf"], EDK2_BUFFER_RANGE)
         o.SendBufferSize = _clamp(self._options["sndbuf"], EDK2_BUFFER_RANGE)
@@ -350,12 +366,15 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
         self._add_routes(info, strict=True, remote=remote and remote[0])
-        mode = fam.TCP_CONFIG_DATA()
-        if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
-            port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 3.8)
-            if station is None and active:  # IPv6: the source IP6 chose, else the preferred one
-                chosen = fam.efi_text(mode.AccessPoint.StationAddress)
-                station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
+        port = config.AccessPoint.StationPort or port  # the port asked for is the one bound (docs/edk2.md section 3.8)
+        if not port or (station is None and active):
+            # EDK2 chose the port, or (IPv6) the source address: ask it. Otherwise no GetModeData.
+            mode = fam.TCP_CONFIG_DATA()
+            if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
+                port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose
+                if station is None and active:  # IPv6: the source IP6 chose, else the preferred one
+                    chosen = fam.efi_text(mode.AccessPoint.StationAddress)
+                    station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
         self._local = (station or fam.wildcard, port)
         return info
 
