@@ -79,7 +79,7 @@ clock = _clock.monotonic
 class Operation(object):
     """One token handed to EFI, with everything EFI may touch until it completes."""
 
-    __slots__ = ("token", "completion", "keep", "on_done", "owner", "kind", "slot", "seq", "done", "status")
+    __slots__ = ("token", "completion", "keep", "on_done", "owner", "kind", "slot", "seq", "done", "status", "event")
 
     def __init__(self, token, completion, on_done, owner, keep, slot, seq, kind=None):
         self.token = token
@@ -92,6 +92,7 @@ class Operation(object):
         self.seq = seq
         self.done = False
         self.status = SENTINEL
+        self.event = None  # the EFI_EVENT resubmit() last wrote into the token (None: not known)
 
     def __repr__(self):
         return "<Operation #%d %s status=%s>" % (
@@ -240,7 +241,8 @@ def resubmit(op):
     The caller updates ``op.keep`` if what EFI touches changed."""
     slot = _idle.pop() if _idle else _take_slot()
     completion = op.completion
-    completion.Event = _events[slot]
+    if slot != op.slot or _events[slot] != op.event:  # usually the slot it had (_idle is LIFO): no write
+        op.event = completion.Event = _events[slot]
     completion.Status = SENTINEL
     _state["seq"] += 1
     op.slot, op.seq, op.done, op.status = slot, _state["seq"], False, SENTINEL
