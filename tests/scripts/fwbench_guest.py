@@ -890,14 +890,18 @@ def _apply(assignments):
             new = globals()[value]
         else:
             new = float(value) if "." in value else int(value)
-        undo.append((owner, attr, owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)))
+        # a class's own attribute (None: inherited, deleted again to restore)
+        undo.append((owner, attr, owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr)))
         setattr(owner, attr, new)
     return undo
 
 
 def _restore(undo):
     for module, attr, value in reversed(undo):
-        setattr(module, attr, value)
+        if value is None and isinstance(module, type):
+            delattr(module, attr)
+        else:
+            setattr(module, attr, value)
 
 
 def section_convab(opts):
@@ -1164,6 +1168,34 @@ def legacy_wait_until(predicate, deadline, poll=None, checked=False):
         idle += 1
         if idle > events.IDLE_SPINS:
             events.boot_services().Stall(events.IDLE_STALL_US)
+
+
+def legacy_control_option(self, backlog):
+    """tcp.TcpEndpoint._control_option before the cache: a new TCP_OPTION per Configure."""
+    return self._new_control_option(backlog)
+
+
+def legacy_add_routes(self, info, strict, remote=None):
+    """The GetModeData every _configure made before it was skipped for a known port."""
+    from bitsnet.child import EfiChild
+    EfiChild._add_routes(self, info, strict, remote)
+    mode = self._fam.TCP_CONFIG_DATA()
+    if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == 0:
+        return mode.AccessPoint.StationPort
+    return None
+
+
+def legacy_resubmit(op):
+    """events.resubmit writing the token's Event every time."""
+    from bitsnet import events
+    slot = events._idle.pop() if events._idle else events._take_slot()
+    completion = op.completion
+    completion.Event = events._events[slot]
+    completion.Status = events.SENTINEL
+    events._state["seq"] += 1
+    op.slot, op.seq, op.done, op.status, op.event = slot, events._state["seq"], False, events.SENTINEL, None
+    events._pending[slot] = op
+    return op
 
 
 # issue 32's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
