@@ -914,6 +914,7 @@ def section_convab(opts):
     import httplib
     import urllib2
     from bitsnet import inet, ipconfig
+    _bind_bitsnet()
     variants = [v.split(":", 1) for v in opts["variants"].split("/") if v]
     rounds = opts["reps"] * 10  # units per variant (round trips: three times as many)
     path = "/small/%d" % opts["http_body"]
@@ -1075,11 +1076,38 @@ def proto_wait_until(predicate, deadline, poll=None, checked=False):
             events.boot_services().Stall(events.IDLE_STALL_US)
 
 
+# bitsnet's modules as globals of this script, bound by section_convab before it runs the
+# prototypes: an import statement inside a function costs far more in BITS than the code timed.
+_bn_efi = _bn_events = _bn_tcp = _bn_stack = _bn_child = None
+
+
+_ORIGINAL = {}  # type: dict
+
+
+def _bind_bitsnet():
+    global _bn_efi, _bn_events, _bn_tcp, _bn_stack, _bn_child
+    import efi as _bn_efi
+    from bitsnet import _socket, netdb
+    from bitsnet import child as _bn_child, events as _bn_events, stack as _bn_stack, tcp as _bn_tcp
+    if not _ORIGINAL:
+        _ORIGINAL.update(host_text=netdb.host_text, new_endpoint=_socket._new_endpoint)
+
+
+def legacy_host_text(host, who="address"):
+    """netdb.host_text before the import moved into its IDNA branches: it ran on every call."""
+    from bitsnet import dns  # noqa: F401
+    return _ORIGINAL["host_text"](host, who)
+
+
+def legacy_new_endpoint(family, type, proto):
+    """_socket._new_endpoint before the module cache: an import statement per socket."""
+    from bitsnet import tcp  # noqa: F401
+    return _ORIGINAL["new_endpoint"](family, type, proto)
+
+
 def legacy_post_transmit(self, data, urgent=False):
     """tcp.TcpEndpoint._post_transmit before e43dde5 (issue 32's A/B): a new Operation per
     Transmit, the address by ctypes.cast, the completion recorded for the next update()."""
-    import efi
-    from bitsnet import events, tcp
     sender = self.sender
     if sender.free and not urgent:
         token, txdata, fragment, completion = sender.free.pop()[:4]
@@ -1091,54 +1119,50 @@ def legacy_post_transmit(self, data, urgent=False):
     sender.ops.append(op)
     sender.inflight += len(data)
     status = self._call("Transmit", ctypes.byref(token))
-    if status != efi.EFI_SUCCESS:
-        events.unsubmit(op)
+    if status != _bn_efi.EFI_SUCCESS:
+        _bn_events.unsubmit(op)
         sender.ops.remove(op)
         sender.inflight -= len(data)
         if not urgent:
             sender.free.append((token, txdata, fragment, completion, op))
             sender.queue.unread(data)
-        if status != efi.EFI_OUT_OF_RESOURCES:
+        if status != _bn_efi.EFI_OUT_OF_RESOURCES:
             self._refused(status, "send")
         elif not urgent:
             self._transmit_refused()
         return False
     if sender.refused_since is not None and not urgent:
         sender.refused_since = None
-        tcp._tx_retry.discard(self)
-    events.check(op)
+        _bn_tcp._tx_retry.discard(self)
+    _bn_events.check(op)
     return True
 
 
 def legacy_post_receive(self):
     """tcp.TcpEndpoint._post_receive before e43dde5: a new Operation per Receive."""
-    import efi
-    from bitsnet import events
     token, completion, keep = self.receiver.prepare(self._fam)
     op = self._submit("rx", token, completion, keep=keep)
     status = self._call("Receive", ctypes.byref(token))
-    if status != efi.EFI_SUCCESS:
-        events.unsubmit(op)
-        if status == efi.EFI_CONNECTION_FIN:
+    if status != _bn_efi.EFI_SUCCESS:
+        _bn_events.unsubmit(op)
+        if status == _bn_efi.EFI_CONNECTION_FIN:
             self._event("fin")
         else:
             self._refused(status, "recv")
         return False
     self.receiver.op = op
-    return events.check(op)
+    return _bn_events.check(op)
 
 
 def legacy_completed(self, op):
     """tcp.Receiver.completed before ba31a7a: the bytes by ctypes.string_at."""
-    import efi
-    from bitsnet.stack import STREAM_SEGMENT
     self.op = None
     self.spent = op
-    if op.status != efi.EFI_SUCCESS:
+    if op.status != _bn_efi.EFI_SUCCESS:
         self.streaming = self.later = False
         return None
     length = op.keep[0].DataLength
-    self.streaming = length >= STREAM_SEGMENT
+    self.streaming = length >= _bn_stack.STREAM_SEGMENT
     self.later = True
     return ctypes.string_at(op.keep[1], length)
 
@@ -1150,8 +1174,7 @@ def legacy_read(self, n=None):
 
 def legacy_wait_until(predicate, deadline, poll=None, checked=False):
     """events.wait_until before ba31a7a: events.process() on every round, after the pump's own."""
-    from bitsnet import events
-    clock, process = events.clock, events.process
+    clock, process = _bn_events.clock, _bn_events.process
     idle = 0
     while True:
         if checked:
@@ -1166,8 +1189,8 @@ def legacy_wait_until(predicate, deadline, poll=None, checked=False):
         if poll is not None:
             poll()
         idle += 1
-        if idle > events.IDLE_SPINS:
-            events.boot_services().Stall(events.IDLE_STALL_US)
+        if idle > _bn_events.IDLE_SPINS:
+            _bn_events.boot_services().Stall(_bn_events.IDLE_STALL_US)
 
 
 def legacy_control_option(self, backlog):
@@ -1177,8 +1200,7 @@ def legacy_control_option(self, backlog):
 
 def legacy_add_routes(self, info, strict, remote=None):
     """The GetModeData every _configure made before it was skipped for a known port."""
-    from bitsnet.child import EfiChild
-    EfiChild._add_routes(self, info, strict, remote)
+    _bn_child.EfiChild._add_routes(self, info, strict, remote)
     mode = self._fam.TCP_CONFIG_DATA()
     if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == 0:
         return mode.AccessPoint.StationPort
@@ -1187,14 +1209,13 @@ def legacy_add_routes(self, info, strict, remote=None):
 
 def legacy_resubmit(op):
     """events.resubmit writing the token's Event every time."""
-    from bitsnet import events
-    slot = events._idle.pop() if events._idle else events._take_slot()
+    slot = _bn_events._idle.pop() if _bn_events._idle else _bn_events._take_slot()
     completion = op.completion
-    completion.Event = events._events[slot]
-    completion.Status = events.SENTINEL
-    events._state["seq"] += 1
-    op.slot, op.seq, op.done, op.status, op.event = slot, events._state["seq"], False, events.SENTINEL, None
-    events._pending[slot] = op
+    completion.Event = _bn_events._events[slot]
+    completion.Status = _bn_events.SENTINEL
+    _bn_events._state["seq"] += 1
+    op.slot, op.seq, op.done, op.status, op.event = slot, _bn_events._state["seq"], False, _bn_events.SENTINEL, None
+    _bn_events._pending[slot] = op
     return op
 
 
@@ -1220,6 +1241,22 @@ def section_micro(opts):
     timed("events.process() (nothing to do)", events.process)
     op = events.Operation
     timed("events.Operation(...)", lambda: op(None, None, None, None, (), 0, 0, "tx"))
+    timed("from bitsnet import dns (in a function)", _import_dns)
+    timed("import ctypes (in a function)", _import_ctypes)
+    buf = ctypes.create_string_buffer(64)
+    timed("ctypes.string_at(buffer, 1)", lambda: ctypes.string_at(buf, 1))
+    timed("c_char array [:1]", lambda: buf[:1])
+    from bitsnet import efidefs
+    completion = efidefs.EFI_TCP4_IO_TOKEN().CompletionToken
+    timed("completion.Status = value (ctypes field store)", lambda: setattr(completion, "Status", 1))
+
+
+def _import_dns():
+    from bitsnet import dns  # noqa: F401
+
+
+def _import_ctypes():
+    import ctypes  # noqa: F401
 
 
 
