@@ -1107,7 +1107,7 @@ def legacy_new_endpoint(family, type, proto):
 
 
 def legacy_post_transmit(self, data, urgent=False):
-    """tcp.TcpEndpoint._post_transmit before e43dde5 (issue 32's A/B): a new Operation per
+    """tcp.TcpEndpoint._post_transmit before e43dde5 (the A/B of docs/performance.md section 7): a new Operation per
     Transmit, the address by ctypes.cast, the completion recorded for the next update()."""
     sender = self.sender
     if sender.free and not urgent:
@@ -1225,7 +1225,7 @@ def legacy_open_protocol(protocol, handle):
     return protocol.from_handle(handle)
 
 
-# issue 32's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
+# the second round's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
 
 
 def section_micro(opts):
