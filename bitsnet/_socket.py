@@ -311,12 +311,24 @@ def _new_endpoint(family, type, proto):
     if type == SOCK_STREAM:
         if proto not in (0, IPPROTO_TCP):
             raise _error(_errno.EPROTONOSUPPORT)
-        from bitsnet import tcp
-        return tcp.TcpEndpoint(fam)
+        return _endpoint_class("tcp", "TcpEndpoint")(fam)
     if proto not in (0, IPPROTO_UDP):  # SOCK_DGRAM (the type was checked above)
         raise _error(_errno.EPROTONOSUPPORT)
-    from bitsnet import udp
-    return udp.UdpEndpoint(fam)
+    return _endpoint_class("udp", "UdpEndpoint")(fam)
+
+
+_endpoint_modules = {}  # type: dict   # bitsnet.tcp and bitsnet.udp once imported, by name
+
+
+def _endpoint_class(module, name):
+    """bitsnet.tcp.TcpEndpoint or bitsnet.udp.UdpEndpoint, the module imported at the first
+    socket: an import statement costs ~110 us in BITS every time it runs, even for a module
+    already loaded (docs/performance.md section 7)."""
+    loaded = _endpoint_modules.get(module)
+    if loaded is None:
+        __import__("bitsnet." + module)
+        loaded = _endpoint_modules[module] = _sys.modules["bitsnet." + module]
+    return getattr(loaded, name)
 
 
 def _check_timeout(value):

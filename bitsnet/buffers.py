@@ -76,6 +76,11 @@ class ByteQueue(object):
     def read(self, n=None):
         # type: (int) -> bytes
         """Remove and return up to ``n`` bytes from the front (all if None)."""
+        chunks = self._chunks
+        if len(chunks) == 1 and not self._offset and (n is None or n >= self.size):
+            # the request/response case (one received chunk, read whole), without _gather's calls
+            self.size = 0
+            return chunks.popleft()
         return self._gather(n, consume=True)
 
     def readinto(self, buffer, n=None, consume=True):

@@ -55,6 +55,25 @@ def random_port():
     return _random_ports.pop()
 
 
+_protocol_guids = {}  # type: dict   # protocol class -> its EFI_GUID (open_protocol)
+
+
+def open_protocol(protocol, handle):
+    """``protocol.from_handle(handle)`` with the protocol's EFI_GUID built once: BITS's
+    ``efi.get_protocol`` converts the class's ``uuid.UUID`` on every call (``uuid``'s Python
+    ``bytes``, ~250 us in BITS; docs/performance.md section 7) -- once per connection here."""
+    guid = _protocol_guids.get(protocol)
+    if guid is None:
+        guid = _protocol_guids[protocol] = efi.EFI_GUID(protocol.guid)
+    address = ctypes.c_void_p()
+    efi.check_status(events.boot_services().OpenProtocol(handle, ctypes.byref(guid), ctypes.byref(address),
+                                                         efi._efi._image_handle, None,
+                                                         efi.EFI_OPEN_PROTOCOL_GET_PROTOCOL))
+    proto = protocol.from_address(address.value)
+    proto._handle = handle
+    return proto
+
+
 def _on_link(address, info):
     """Is IPv4 ``address`` on the station's subnet (``info``: ipconfig.Ip4Info)?"""
     mask = inet.ipv4_int(info.netmask)
@@ -108,7 +127,7 @@ class EfiChild(Endpoint):
             self._nic = nic.default_nic()
             sb, protocol = self._binding()
             self._handle = self._nic.create_child(sb)
-            self._set_proto(protocol.from_handle(self._handle))
+            self._set_proto(open_protocol(protocol, self._handle))
             self._closer.live.add(self)
 
     def _adopt_child(self, the_nic, handle):
@@ -116,7 +135,7 @@ class EfiChild(Endpoint):
         sb, protocol = self._binding()
         self._nic, self._handle = the_nic, handle
         the_nic.adopt_child(sb, handle)
-        self._set_proto(protocol.from_handle(handle))
+        self._set_proto(open_protocol(protocol, handle))
         self._closer.live.add(self)
 
     def _ip_info(self, deadline=None):

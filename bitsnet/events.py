@@ -80,7 +80,7 @@ clock = _clock.monotonic
 class Operation(object):
     """One token handed to EFI, with everything EFI may touch until it completes."""
 
-    __slots__ = ("token", "completion", "keep", "on_done", "owner", "kind", "slot", "seq", "done", "status")
+    __slots__ = ("token", "completion", "keep", "on_done", "owner", "kind", "slot", "seq", "done", "status", "event")
 
     def __init__(self, token, completion, on_done, owner, keep, slot, seq, kind=None):
         self.token = token
@@ -93,6 +93,7 @@ class Operation(object):
         self.seq = seq
         self.done = False
         self.status = SENTINEL
+        self.event = None  # the EFI_EVENT resubmit() last wrote into the token (None: not known)
 
     def __repr__(self):
         return "<Operation #%d %s status=%s>" % (
@@ -107,7 +108,8 @@ _idle = []  # type: list      # slots whose event is open and unused
 _closed = []  # type: list    # slots whose event was closed: numbers to reuse
 _closed_values = set()  # type: set   # EFI_EVENT values we closed: their late notifications are stale
 _ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
-_state = {"mode": None, "trampoline": None, "chain": None, "seq": 0, "last_rescan": 0.0}  # type: dict
+_state = {"mode": None, "trampoline": None, "chain": None, "efi_hook": None, "seq": 0,
+          "last_rescan": 0.0}  # type: dict
 stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0,
          "orphaned": 0}
 
@@ -144,6 +146,7 @@ def _choose_mode(wanted=None):
             # efi registered its own dispatcher at import; ours takes over and passes on
             # every event that is not bitsnet's (BITS's efi keeps it as efi._event_callback).
             _state["chain"] = getattr(efi, "_event_callback", None)
+            _state["efi_hook"] = _efi  # for _new_event: an import statement there costs ~110 us in BITS
             _efi._set_event_callback(_notified_event)
             _state["mode"] = "efi-hook"
             return
@@ -178,8 +181,7 @@ def _new_event(slot):
         status = bs.CreateEvent(efi.EVT_NOTIFY_SIGNAL, efi.TPL_CALLBACK, notify, ctypes.c_void_p(slot),
                                 ctypes.byref(event))
     elif current == "efi-hook":
-        import _efi
-        notify = efi.EFI_EVENT_NOTIFY(_efi._c_event_callback)
+        notify = efi.EFI_EVENT_NOTIFY(_state["efi_hook"]._c_event_callback)
         status = bs.CreateEvent(efi.EVT_NOTIFY_SIGNAL, efi.TPL_CALLBACK, notify, None, ctypes.byref(event))
     else:
         status = bs.CreateEvent(0, 0, efi.EFI_EVENT_NOTIFY(), None, ctypes.byref(event))
@@ -232,6 +234,37 @@ def submit(token, completion, on_done, owner, keep=(), kind=None):
     op = Operation(token, completion, on_done, owner, keep, slot, _state["seq"], kind)
     _pending[slot] = op
     return op
+
+
+def resubmit(op):
+    """submit() again for ``op``, whose token completed and was consumed, when the same token
+    goes back to EFI (a reused Receive or Transmit token): a slot and a sequence number, without
+    building a new Operation (a visible cost per exchange in BITS, docs/performance.md section 7).
+    The caller updates ``op.keep`` if what EFI touches changed."""
+    slot = _idle.pop() if _idle else _take_slot()
+    completion = op.completion
+    if slot != op.slot or _events[slot] != op.event:  # usually the slot it had (_idle is LIFO): no write
+        op.event = completion.Event = _events[slot]
+    completion.Status = SENTINEL
+    _state["seq"] += 1
+    op.slot, op.seq, op.done, op.status = slot, _state["seq"], False, SENTINEL
+    _pending[slot] = op
+    return op
+
+
+def take(op):
+    """``op`` completed inside its EFI call (its Status is no longer SENTINEL) and its owner
+    consumes the completion right there: release the registry entry as ``process()`` would,
+    without ``on_done``. Only for an ``op`` submitted since the last ``process()`` (nothing
+    else can have finished it)."""
+    del _pending[op.slot]
+    op.status = op.completion.Status
+    op.done = True
+    if len(_idle) < MAX_IDLE_EVENTS:
+        _idle.append(op.slot)
+    else:
+        _close_slot(op.slot)
+    stats["completions"] += 1
 
 
 def unsubmit(op):
@@ -326,20 +359,27 @@ def wait_until(predicate, deadline, poll=None, checked=False):
     wait that does not Poll is slow (docs/edk2.md section 3.4). Returns whether the predicate held.
     ``checked``: the caller has just found ``predicate()`` false, so the first round Polls
     before asking again (a request/response round trip waits once per exchange).
+    A ``poll`` that returns a number (``stack.pump``: the completions it processed) has run
+    ``process()`` itself, so the next round runs it again only if something was notified since
+    (each is a clock read in BITS, docs/performance.md section 7); one that returns None has not.
     """
     idle = 0
+    found = None
     while True:
         if checked:
             checked = False
         else:
-            if process():
+            if found is None or _ready:  # _ready: notified since the poll's own process()
+                found = (found or 0) + process()
+            if found:
                 idle = 0
             if predicate():
                 return True
         if deadline is not None and clock() >= deadline:
             return False
+        found = None
         if poll is not None:
-            poll()
+            found = poll()
         idle += 1
         if idle > IDLE_SPINS:
             boot_services().Stall(IDLE_STALL_US)
@@ -410,7 +450,7 @@ def reset(wanted_mode=None):
     del _closed[:]
     _closed_values.clear()
     _ready.clear()
-    _state.update(mode=None, trampoline=None, chain=None, last_rescan=0.0)
+    _state.update(mode=None, trampoline=None, chain=None, efi_hook=None, last_rescan=0.0)
     _choose_mode(wanted_mode or os.environ.get("BITSNET_EVENT_MODE") or None)
 
 

@@ -84,14 +84,20 @@ def host_text(host, who="address"):
     ``"address"``        a socket address (getsockaddrarg): 3.x takes ASCII str as it is and
                          non-ASCII through IDNA; 2.7 unicode through IDNA; a NUL is TypeError
     """
-    from bitsnet import dns
+    # bitsnet.dns only where it is needed: an import statement in a function costs ~110 us in
+    # BITS even when the module is loaded (docs/performance.md section 7), and a connect on
+    # 2.7 passes here twice (getaddrinfo, the socket address) with a str that needs no IDNA.
     py3 = sys.version_info[0] >= 3
     if isinstance(host, (bytes, bytearray)) and not isinstance(host, str):
         name = bytes(host).decode("ascii")  # 3.x bytes: no codec
         idna = False
     elif isinstance(host, str):
         name = host
-        idna = py3 and (who != "address" or not dns.is_ascii(host))
+        if py3:
+            from bitsnet import dns
+            idna = who != "address" or not dns.is_ascii(host)
+        else:
+            idna = False
     elif not py3 and isinstance(host, unicode):  # noqa: F821
         name = host
         idna = who != "gethostbyname"
@@ -107,6 +113,7 @@ def host_text(host, who="address"):
                             % ("getsockaddrarg" if who == "address" else who, type(host).__name__))
     if idna:
         # BITS quirk: no "idna" codec (docs/bits-environment.md section 2.4): to_ascii makes its checks.
+        from bitsnet import dns
         return dns.to_ascii(name, check_labels=True)
     if not isinstance(name, str):  # 2.7 unicode without IDNA: the default (ASCII) encoding
         return name.encode("ascii")

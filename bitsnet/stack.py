@@ -60,7 +60,8 @@ _tcp_closing, _tcp_wanted, _udp_closing = tcp_closer.closing, tcp_closer.wanted,
 
 def pump(ep=None):
     """Poll the NIC through ``ep``'s child (None: any child), then consume every completion of
-    every endpoint (docs/edk2.md section 3.4). See the module docstring; every step is skipped when idle."""
+    every endpoint (docs/edk2.md section 3.4). See the module docstring; every step is skipped when idle.
+    Returns how many completions ``events.process`` found: ``events.wait_until`` then skips its own."""
     if rx_deferred:
         _post_deferred()
     if ep is None:
@@ -76,7 +77,7 @@ def pump(ep=None):
             # (under QEMU TCG a Poll costs less with less Python between; docs/performance.md).
             for _ in range(SEND_POLL_BATCH - 1):
                 poll[0](poll[1])
-    events.process()
+    found = events.process()
     if dirty:
         for each in list(dirty):
             each.update()
@@ -87,6 +88,7 @@ def pump(ep=None):
         tcp_closer.reap_due()
     if _udp_closing:
         udp_closer.reap_due()
+    return found
 
 
 def hand_closes_over(timeout):

@@ -94,6 +94,20 @@ _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: th
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
 
 
+def _bytes_data_offset():
+    """Where a bytes object's first byte lies, from its id(): a constant in CPython (2.7's str
+    and 3's bytes alike), checked on two objects; None if it is not (then ctypes.cast is used).
+    ``ctypes.cast(data, c_void_p).value`` costs ~30 times as much in BITS (docs/performance.md
+    section 7), once per Transmit."""
+    probes = [b"probe", b"another probe"]
+    offsets = set(ctypes.cast(p, ctypes.c_void_p).value - id(p) for p in probes)
+    return offsets.pop() if len(offsets) == 1 else None
+
+
+_BYTES_DATA = _bytes_data_offset()
+_control_options = {}  # type: dict   # TcpEndpoint._control_option's, by the values they hold
+
+
 def _clamp(value, bounds):
     return max(bounds[0], min(bounds[1], int(value)))
 
@@ -110,10 +124,11 @@ class Receiver(object):
     afresh was a visible part of a request/response round trip). ``stack.pump``
     reads ``streaming`` and calls ``TcpEndpoint.receive_now``."""
 
-    __slots__ = ("op", "buffer", "packet", "token", "fragment", "completion", "streaming", "later")
+    __slots__ = ("op", "spent", "buffer", "packet", "token", "fragment", "completion", "streaming", "later")
 
     def __init__(self):
         self.op = None  # the outstanding Receive's Operation, or None
+        self.spent = None  # the token's Operation once it completed: the next Receive resubmits it
         self.buffer = self.packet = self.token = self.fragment = self.completion = None
         self.streaming = False  # the last Receive brought a full segment: the pump Polls a batch first
         self.later = False  # the last Receive brought data: the next one waits for the next pump
@@ -139,13 +154,16 @@ class Receiver(object):
     def completed(self, op):
         """The Receive ``op`` completed: the bytes it brought (EFI_SUCCESS), else None."""
         self.op = None
+        self.spent = op
         if op.status != efi.EFI_SUCCESS:
             self.streaming = self.later = False
             return None
         length = op.keep[0].DataLength  # docs/edk2.md section 3.3 Receive: EDK2 wrote how much it delivered
         self.streaming = length >= STREAM_SEGMENT
         self.later = True
-        return ctypes.string_at(op.keep[1], length)
+        # A slice of the c_char array is one C call making the bytes object; ctypes.string_at is
+        # a Python function around a foreign call, ~50 us in BITS (docs/performance.md section 7).
+        return self.buffer[:length]
 
 
 class Sender(object):
@@ -159,7 +177,7 @@ class Sender(object):
         self.queue = ByteQueue()
         self.ops = collections.deque()  # Transmit Operations in flight
         self.inflight = 0  # bytes in them
-        self.free = []  # type: list   # (token, packet, fragment, completion) of completed Transmits
+        self.free = []  # type: list   # (token, packet, fragment, completion, Operation) of completed Transmits
         self.limit = limit  # SO_SNDBUF: queue + in flight
         self.refused_since = None  # when Transmits started being refused (TcpEndpoint._transmit_refused)
 
@@ -173,7 +191,9 @@ class Sender(object):
         self.ops.remove(op)
         self.inflight -= op.keep[0].DataLength
         if not urgent:
-            self.free.append((op.token, op.keep[0], op.keep[2], op.keep[3]))
+            keep = op.keep
+            op.keep = None  # the bytes sent: not held while the token waits for reuse
+            self.free.append((op.token, keep[0], keep[2], keep[3], op))
 
 
 class TcpEndpoint(EfiChild, StreamEndpoint):
@@ -267,6 +287,21 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return state.value
 
     def _control_option(self, backlog):
+        """The ControlOption for these options and ``backlog``: built once per set of values and
+        shared (EDK2 copies it at Configure, docs/edk2.md section 3.9), since a connect fills its
+        fourteen fields otherwise (each ctypes field a visible cost in BITS, docs/performance.md
+        section 7)."""
+        options = self._options
+        key = (self._fam.version, options["rcvbuf"], options["sndbuf"], backlog, options["keepalive"],
+               options["nodelay"])
+        o = _control_options.get(key)
+        if o is None:
+            if len(_control_options) >= 16:
+                _control_options.clear()
+            o = _control_options[key] = self._new_control_option(backlog)
+        return o
+
+    def _new_control_option(self, backlog):
         o = self._fam.TCP_OPTION()
         o.ReceiveBufferSize = _clamp(self._options["rcvbuf"], EDK2_BUFFER_RANGE)
         o.SendBufferSize = _clamp(self._options["sndbuf"], EDK2_BUFFER_RANGE)
@@ -331,12 +366,15 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             errors.raise_for_status(status, "Configure")
         self._configured = wanted
         self._add_routes(info, strict=True, remote=remote and remote[0])
-        mode = fam.TCP_CONFIG_DATA()
-        if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
-            port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose (docs/edk2.md section 3.8)
-            if station is None and active:  # IPv6: the source IP6 chose, else the preferred one
-                chosen = fam.efi_text(mode.AccessPoint.StationAddress)
-                station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
+        port = config.AccessPoint.StationPort or port  # the port asked for is the one bound (docs/edk2.md section 3.8)
+        if not port or (station is None and active):
+            # EDK2 chose the port, or (IPv6) the source address: ask it. Otherwise no GetModeData.
+            mode = fam.TCP_CONFIG_DATA()
+            if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == efi.EFI_SUCCESS:
+                port = mode.AccessPoint.StationPort  # port 0: the ephemeral one EDK2 chose
+                if station is None and active:  # IPv6: the source IP6 chose, else the preferred one
+                    chosen = fam.efi_text(mode.AccessPoint.StationAddress)
+                    station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
         self._local = (station or fam.wildcard, port)
         return info
 
@@ -477,11 +515,17 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return False
 
     def _post_receive(self):
-        token, completion, keep = self.receiver.prepare(self._fam)
-        op = self._submit("rx", token, completion, keep=keep)
+        receiver = self.receiver
+        token, completion, keep = receiver.prepare(self._fam)
+        op = receiver.spent
+        if op is None or op.owner is not self:
+            op = self._submit("rx", token, completion, keep=keep)
+        else:
+            events.resubmit(op)  # the same token, packet and buffer: no new Operation
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
+            receiver.spent = op
             if status == efi.EFI_CONNECTION_FIN:
                 # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): after the peer's FIN with nothing
                 # buffered, Receive() *returns* EFI_CONNECTION_FIN (the token is not signalled).
@@ -503,24 +547,28 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         ``urgent`` (send_urgent): EFI's Urgent flag, on a token of its own that is not reused and
         whose refusal is not retried (the caller says "would block")."""
         sender = self.sender
+        size = len(data)
+        keep = None
         if sender.free and not urgent:
-            # a completed Transmit's token, packet, fragment and completion: EDK2 let go of them
-            token, txdata, fragment, completion = sender.free.pop()
+            # a completed Transmit's token, packet, fragment, completion and Operation: EDK2 let go of them
+            token, txdata, fragment, completion, op = sender.free.pop()
+            keep = op.keep = (txdata, data, fragment, completion)
+            events.resubmit(op)
         else:
             token, txdata, fragment, completion = self._transmit_token(urgent)
-        txdata.DataLength = fragment.FragmentLength = len(data)
+        txdata.DataLength = fragment.FragmentLength = size
         # Zero-copy (docs/edk2.md section 3.3 Transmit): the bytes object is the fragment; kept in the registry.
-        fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
-        op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
-        sender.ops.append(op)
-        sender.inflight += len(data)
+        if _BYTES_DATA is not None and type(data) is bytes:
+            fragment.FragmentBuffer = id(data) + _BYTES_DATA
+        else:
+            fragment.FragmentBuffer = ctypes.cast(data, ctypes.c_void_p).value
+        if keep is None:
+            op = self._submit("txu" if urgent else "tx", token, completion, keep=(txdata, data, fragment, completion))
         status = self._call("Transmit", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
             events.unsubmit(op)
-            sender.ops.remove(op)
-            sender.inflight -= len(data)
             if not urgent:
-                sender.free.append((token, txdata, fragment, completion))
+                sender.free.append((token, txdata, fragment, completion, op))
                 sender.queue.unread(data)
             if status != efi.EFI_OUT_OF_RESOURCES:
                 self._refused(status, "send")
@@ -530,6 +578,17 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if sender.refused_since is not None and not urgent:
             sender.refused_since = None
             _tx_retry.discard(self)
+        if completion.Status == efi.EFI_SUCCESS and not urgent and not self._user_closed:
+            # EDK2 took the bytes into its send buffer inside the call (the usual case for a
+            # small send): consume the completion here rather than record it for the next
+            # update() (docs/performance.md section 7). A closing endpoint's completions go
+            # through _record, which tells the closer.
+            events.take(op)
+            op.keep = None
+            sender.free.append((token, txdata, fragment, completion, op))
+            return True
+        sender.ops.append(op)
+        sender.inflight += size
         events.check(op)
         return True
 
