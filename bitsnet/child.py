@@ -177,19 +177,15 @@ class EfiChild(Endpoint):
 
     def _destroy_child(self):
         """DestroyChild, then release the child's tokens: all of them if it is gone (the
-        firmware flushed them), else only as the firmware completes them (events.orphan).
-        True unless the firmware may still hold some (DestroyChild failed)."""
-        gone = True
+        firmware flushed them), else only as the firmware completes them (events.orphan)."""
         if self._handle is not None:
             sb = self._binding()[0]
             if self._nic.destroy_child(sb, self._handle) == efi.EFI_SUCCESS:
                 events.abandon(self)
             else:
                 events.orphan(self)
-                gone = False
             self._consume()
             self._handle = None
             self._set_proto(None)
         self._closer.live.discard(self)
         stack.dirty.discard(self)
-        return gone

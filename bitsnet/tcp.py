@@ -71,7 +71,6 @@ from bitsnet.tcp_state import (BOUND, CLOSED, CONNECTED, ESTABLISHED, FAILED, FI
 
 TRANSMIT_CHUNK = 64 * 1024  # bytes per Transmit: big enough for throughput, small enough to stream
 MAX_TRANSMITS = 4  # Transmit tokens in flight per endpoint; more queued data is coalesced
-SPARE_RECEIVE_BUFFERS = 4  # Receive buffers of destroyed children kept for new ones (Receiver.release)
 DEFAULT_SNDBUF = 256 * 1024  # Python send bound (SO_SNDBUF); also EDK2's SendBufferSize
 DEFAULT_RCVBUF = 256 * 1024  # Python receive bound (SO_RCVBUF); also EDK2's ReceiveBufferSize
 EDK2_BUFFER_RANGE = (8 * 1024, 2 * 1024 * 1024)  # docs/edk2.md section 3.9: outside it EDK2 silently uses 2 MiB
@@ -92,7 +91,6 @@ _reap_wanted = _closer.wanted  # closing endpoints with a completion since they 
 _dirty = stack.dirty  # endpoints with completions not yet consumed
 _rx_deferred = stack.rx_deferred  # endpoints whose next Receive the next pump posts (section 8.2)
 _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: the pump retries
-_spare_buffers = []  # type: list   # RECEIVE_CHUNK buffers no firmware holds any more (Receiver.release)
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
 
 
@@ -138,11 +136,7 @@ class Receiver(object):
     def prepare(self, fam):
         """The token and packet, refilled for the next Receive: (token, completion, keep)."""
         if self.buffer is None:
-            # A spare buffer of a destroyed child (release): a new 64 KiB one is allocated and
-            # zeroed by BITS's heap, ~1 ms of a ~7 ms connection (docs/performance.md section 7).
-            spare = _spare_buffers.pop() if _spare_buffers else None
-            self.buffer = spare if spare is not None and len(spare) == RECEIVE_CHUNK \
-                else ctypes.create_string_buffer(RECEIVE_CHUNK)
+            self.buffer = ctypes.create_string_buffer(RECEIVE_CHUNK)
             self.packet = fam.TCP_RECEIVE_DATA()
             self.packet.FragmentCount = 1
             self.packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self.buffer)
@@ -156,13 +150,6 @@ class Receiver(object):
         self.packet.DataLength = RECEIVE_CHUNK
         self.fragment.FragmentLength = RECEIVE_CHUNK
         return self.token, self.completion, (self.packet, self.buffer)
-
-    def release(self):
-        """The child is destroyed and the firmware let go of every token (events.abandon): the
-        buffer goes to the spares for the next connection's Receiver; this one is done."""
-        if self.buffer is not None and self.op is None and len(_spare_buffers) < SPARE_RECEIVE_BUFFERS:
-            _spare_buffers.append(self.buffer)
-        self.buffer = self.packet = self.token = self.fragment = self.completion = self.spent = None
 
     def completed(self, op):
         """The Receive ``op`` completed: the bytes it brought (EFI_SUCCESS), else None."""
@@ -420,15 +407,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     def _refresh(self):
         # For the readiness predicates: select() asks several of them of every socket on every
         # round, so an idle socket must cost a few attribute reads, not a full update(). Only
-        # a recorded completion (_record), a connect timer that ran out or an address awaited
-        # (_refill_unconnected), queued data (a Transmit the firmware refused is retried,
-        # _post_transmit) or an option change (set_option) can make _refill() do something
-        # since the last update(). (A connect asks ``connecting`` ~12 times: an update each
-        # was ~5 Python calls where the timer test is one clock read, docs/performance.md section 7.)
-        if self._done or not self._settled or self.sender.queue.size:
-            self.update()
-        elif self._state == SYN_SENT and (self._awaiting is not None or self._connect_deadline is None
-                                          or clock.monotonic() >= self._connect_deadline):
+        # a recorded completion (_record), a running connect timer, queued data (a Transmit
+        # the firmware refused is retried, _post_transmit) or an option change (set_option)
+        # can make _refill() do something since the last update().
+        if self._done or not self._settled or self._state == SYN_SENT or self.sender.queue.size:
             self.update()
 
     def _consume(self):
@@ -679,8 +661,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     def _destroy(self):
         """DestroyChild and release every token the firmware has let go of (EfiChild)."""
-        if self._destroy_child():
-            self.receiver.release()
+        self._destroy_child()
         _rx_deferred.discard(self)
         _tx_retry.discard(self)
         self._event("destroy")

@@ -1158,34 +1158,6 @@ def legacy_open_protocol(protocol, handle):
 # the second round's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
 
 
-def legacy_receiver_prepare(self, fam):
-    """tcp.Receiver.prepare before the third round: a new RECEIVE_CHUNK buffer for every
-    connection's first Receive (no spare of a destroyed child)."""
-    if self.buffer is None:
-        self.buffer = ctypes.create_string_buffer(_bn_tcp.RECEIVE_CHUNK)
-        self.packet = fam.TCP_RECEIVE_DATA()
-        self.packet.FragmentCount = 1
-        self.packet.FragmentTable[0].FragmentBuffer = ctypes.addressof(self.buffer)
-        self.token = fam.TCP_IO_TOKEN()
-        self.token.Packet.RxData = ctypes.pointer(self.packet)
-        self.fragment = self.packet.FragmentTable[0]
-        self.completion = self.token.CompletionToken
-    self.packet.DataLength = _bn_tcp.RECEIVE_CHUNK
-    self.fragment.FragmentLength = _bn_tcp.RECEIVE_CHUNK
-    return self.token, self.completion, (self.packet, self.buffer)
-
-
-def legacy_refresh(self):
-    """tcp.TcpEndpoint._refresh before the third round: a full update() on every question
-    while the connect is under way (SynSent), not only when its timer ran out."""
-    if self._done or not self._settled or self._state == "SynSent" or self.sender.queue.size:
-        self.update()
-
-
-# the third round's A/B (docs/performance.md section 7): --variants
-# "new:/spare:tcp.Receiver.prepare=legacy_receiver_prepare/refresh:tcp.TcpEndpoint._refresh=legacy_refresh"
-
-
 def section_micro(opts):
     """Costs of single operations on the round trip's path, in BITS (``conv micro`` lines)."""
     from bitsnet import events
