@@ -18,9 +18,12 @@ configured with it explicitly; a clash (EDK2 says EFI_INVALID_PARAMETER for TCP,
 EFI_ACCESS_DENIED for UDP) draws again, ``PORT_TRIES`` times, before the firmware's own choice
 is taken (StationPort 0). EDK2 hands ephemeral ports out from one sequential counter
 (docs/edk2.md sections 3.8, 4.2): a blind attacker on the LAN who sees one port knows the next
-(RFC 6056 section 1, "port randomization" is the remedy, algorithm 1 here, as Linux's bind to
-port 0 does). The range is the IANA dynamic range of RFC 6335, the one bitsnet's DNS source
-ports already use; Linux draws from 32768-60999 by default, Windows and the BSDs from this one.
+(RFC 6056 section 1, "port randomization" is the remedy: algorithm 1 for bind/listen/UDP, as
+Linux's bind to port 0 does; for a connect algorithm 3, a random start per peer counting up from
+there, as Linux's connect does with its algorithm 4, so that a burst of connections to one peer
+never meets a port of its own recent past). The range is the IANA dynamic range of RFC 6335,
+the one bitsnet's DNS source ports already use; Linux draws from 32768-60999 by default, Windows
+and the BSDs from this one.
 
 What ``stack.pump`` uses, public: ``poll_target`` (the cached Poll callable and its ``this``, or
 None while the child cannot be Polled), ``update()`` (consume completions, post what should be
@@ -42,7 +45,35 @@ _RANDOM_BATCH = 32  # ports drawn from bitsnet.entropy at a time (the weak mix c
 _random_ports = []  # type: list
 
 
-def random_port():
+_next_port_to = {}  # type: dict   # (remote address, remote port) -> the next port for that peer
+_PEERS_REMEMBERED = 1024  # the table above starts afresh beyond this many peers
+
+
+def random_port(remote=None):
+    # type: (tuple) -> int
+    """A station port for a child with no port asked for.
+
+    ``remote`` None (bind, listen, UDP): drawn uniformly from ``EPHEMERAL_PORTS``. A connect to
+    ``remote`` (address, port): RFC 6056 algorithm 3 in table form -- the first connection to a
+    peer takes a random port, each later one the next port up, round the range. Drawn anew
+    each time, a burst of connections to one peer soon met a port of its own last seconds (160
+    connections a second over 16,384 ports: two in a hundred), whose old connection the peer
+    or QEMU's user network may still hold (TIME_WAIT): a refused or stalled connect. Counting
+    up, a port comes back to the same peer only after the whole range.
+    """
+    if remote is None:
+        return _draw_port()
+    port = _next_port_to.get(remote)
+    if port is None:
+        if len(_next_port_to) >= _PEERS_REMEMBERED:
+            _next_port_to.clear()
+        port = _draw_port()
+    low, high = EPHEMERAL_PORTS
+    _next_port_to[remote] = low + (port + 1 - low) % (high - low + 1)
+    return port
+
+
+def _draw_port():
     # type: () -> int
     """A port drawn uniformly from ``EPHEMERAL_PORTS`` (bitsnet.entropy; BITS has no random)."""
     if not _random_ports:

@@ -342,7 +342,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         tries = PORT_TRIES if port == 0 else 0
         # IPv4: the station address is always explicit (docs/bits-efi.md section 2, docs/edk2.md section 3.7); IPv6:
         # None (all zero) lets IP6 choose the source, and is the wildcard listener (docs/edk2.md section 3.1).
-        fam.tcp_access_point(config, station, info.netmask, random_port() if tries else port, remote, active)
+        peer = remote if active else None
+        fam.tcp_access_point(config, station, info.netmask, random_port(peer) if tries else port, remote, active)
         option = self._control_option(backlog)
         config.ControlOption = ctypes.pointer(option)
         until = clock.monotonic() + NO_MAPPING_WAIT
@@ -354,7 +355,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             if status == efi.EFI_INVALID_PARAMETER and tries:
                 # A random port that clashes (docs/edk2.md section 3.8): another, then EDK2's own choice.
                 tries -= 1
-                config.AccessPoint.StationPort = random_port() if tries else 0
+                config.AccessPoint.StationPort = random_port(peer) if tries else 0
                 continue
             if status == efi.EFI_INVALID_PARAMETER and port:
                 # EDK2 quirk (TcpBind, docs/edk2.md section 3.8): a port clash is EFI_INVALID_PARAMETER (errors.py:

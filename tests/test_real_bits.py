@@ -38,7 +38,7 @@ import bitsrun  # noqa: E402
 from test_selftest import result_of  # noqa: E402  # the selftest report's one parser
 
 BATTERY = os.path.join(ROOT, "tests", "scripts", "real_bits_battery.py")
-SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns", "urllib"]
+SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns", "urllib", "burst"]
 DOWNLOAD_BYTES = 16 * 1024 * 1024
 DOWNLOAD_ROUNDS = 2  # the best round counts: the host's 2 cores are shared, TCG feels every load
 BOOT_TIMEOUT = 300
@@ -286,6 +286,17 @@ def test_select_server_serves_several_clients_at_once(battery_run):
     counts = [m for m in match if m]
     assert counts and int(counts[0].group(1)) == 3 and int(counts[0].group(2)) >= 2, lines
     assert battery_run[2].get("select") == ["HELLO %d" % i for i in range(3)], battery_run[0].hooks
+
+
+@real
+def test_a_burst_of_connections_to_one_peer_loses_none(battery_run):
+    """600 connections to the lab one after the other: each source port is new to the peer
+    (and to QEMU's user network) for the whole burst, so none is refused or stalls."""
+    lines = section(battery_run, "burst")
+    match = [re.match(r"burst connections=(\d+) failed=(\d+) slowest=([\d.]+)", line) for line in lines]
+    counts = [m for m in match if m]
+    assert counts and int(counts[0].group(1)) == 600 and int(counts[0].group(2)) == 0, lines
+    assert float(counts[0].group(3)) < 1.0, lines  # no SYN retransmission (EDK2's first is 1 s or more)
 
 
 @real
