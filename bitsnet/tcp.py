@@ -426,6 +426,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     def _lost(self, err):
         """The connection is lost with ``err`` (kept pending unless one already is)."""
+        if err == errno.ECONNRESET and self._state in FIN_RECEIVED:
+            err = errno.EPIPE  # as Linux's tcp_reset: a RST after the peer's FIN is a broken pipe
         self._set_error(err)
         self._event("reset")
 
@@ -862,9 +864,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         raised -- or True once a deferred Receive, posted now, brought something: look again."""
         if self._rd_shut:
             return 0
-        if self._error:
+        if self._error and self._error != errno.EPIPE:
             err, self._error = self._error, 0
-            _fail(err, "recv")
+            _fail(err, "recv")  # EPIPE is left to send: recv is at EOF then, as on Linux
         state = self._state
         if state in NOT_CONNECTED:
             _fail(errno.ENOTCONN, "recv")

@@ -38,7 +38,8 @@ import bitsrun  # noqa: E402
 from test_selftest import result_of  # noqa: E402  # the selftest report's one parser
 
 BATTERY = os.path.join(ROOT, "tests", "scripts", "real_bits_battery.py")
-SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns", "urllib", "burst"]
+SECTIONS = ["download", "http_server", "select_server", "refused", "timeout", "udp", "dns", "urllib", "burst",
+            "broken_pipe"]
 DOWNLOAD_BYTES = 16 * 1024 * 1024
 DOWNLOAD_ROUNDS = 2  # the best round counts: the host's 2 cores are shared, TCG feels every load
 BOOT_TIMEOUT = 300
@@ -297,6 +298,13 @@ def test_a_burst_of_connections_to_one_peer_loses_none(battery_run):
     counts = [m for m in match if m]
     assert counts and int(counts[0].group(1)) == 600 and int(counts[0].group(2)) == 0, lines
     assert float(counts[0].group(3)) < 1.0, lines  # no SYN retransmission (EDK2's first is 1 s or more)
+
+
+@real
+def test_a_send_after_the_peers_reset_is_epipe(battery_run):
+    """As Linux: a RST that answers our bytes after the peer's FIN is EPIPE, and recv is at EOF."""
+    lines = section(battery_run, "broken_pipe")
+    assert [line for line in lines if line.startswith("broken_pipe ") and "name=EPIPE eof=True" in line], lines
 
 
 @real

@@ -758,3 +758,75 @@ def test_argument_details_seen_in_cpythons_test_socket(sock_net):
     assert info.value.errno == errno.EBADF
     adopted.detach()
     sock.close()
+
+
+# --- a reset after the peer's FIN (Linux tcp_reset: CLOSE_WAIT -> EPIPE) ------------------------
+def _after_peer_closed(make, listener):
+    """What a client sees writing to a peer that closed: recv, send, send after the RST has had
+    time to come, recv again. Each step's result or errno name."""
+    client = make()
+    client.settimeout(10)
+    client.connect(listener.address)
+    listener.accept().close()  # the peer's FIN; its next answer to data is a RST
+    steps = []
+
+    def step(call, *args):
+        try:
+            result = call(*args)
+            steps.append(result if isinstance(result, bytes) else "ok")
+        except (bs.error, host.error) as exc:
+            steps.append(errno.errorcode.get(exc.errno, exc.errno))
+
+    time.sleep(0.3)
+    step(client.recv, 10)
+    step(client.send, b"x")
+    deadline = time.time() + 3
+    while steps[-1] == "ok" and time.time() < deadline:
+        time.sleep(0.2)
+        step(client.send, b"y")
+    step(client.recv, 10)
+    step(client.send, b"z")
+    client.close()
+    return steps[:2] + [s for s in steps[2:-2] if s != "ok"] + steps[-2:]
+
+
+def _recv_after_the_reset(make, listener):
+    """The same, but the first call after the RST came is a recv: EOF, the error left to send
+    (Linux's tcp_recvmsg returns 0 once the FIN is in, before it looks at the error)."""
+    client = make()
+    client.settimeout(10)
+    client.connect(listener.address)
+    listener.accept().close()
+    time.sleep(0.3)
+    steps = [client.recv(10), client.send(b"x")]
+    time.sleep(0.5)  # the RST is in (bitsnet: noticed by the next call, which drives the stack)
+    steps.append(client.recv(10))
+    deadline = time.time() + 3
+    while time.time() < deadline:  # bitsnet may queue one more send before it has seen the RST
+        try:
+            client.send(b"y")
+        except (bs.error, host.error) as exc:
+            steps.append(errno.errorcode.get(exc.errno, exc.errno))
+            break
+        time.sleep(0.2)
+    client.close()
+    return steps
+
+
+def test_a_reset_after_the_peers_fin_is_epipe_as_on_linux(sock_net):
+    listener = Listener()
+    try:
+        reference = _after_peer_closed(host.socket, listener)
+        ours = _after_peer_closed(bs.socket, listener)
+    finally:
+        listener.close()
+    assert reference == [b"", "ok", "EPIPE", b"", "EPIPE"], reference
+    assert ours == reference
+    listener = Listener()
+    try:
+        reference = _recv_after_the_reset(host.socket, listener)
+        ours = _recv_after_the_reset(bs.socket, listener)
+    finally:
+        listener.close()
+    assert reference == [b"", 1, b"", "EPIPE"], reference
+    assert ours == reference

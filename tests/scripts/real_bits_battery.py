@@ -231,6 +231,32 @@ def section_burst(opts):
         raise AssertionError("%d of %d connections failed: %r" % (len(failures), BURST, failures[:5]))
 
 
+def section_broken_pipe(opts):
+    """Writing to a peer that closed: the lab answers and closes (FIN), our next bytes draw its
+    RST, and a send after that raises EPIPE -- Linux's errno for a RST after the peer's FIN --
+    while recv stays at EOF."""
+    host, _, port = opts["lab"].partition(":")
+    sock = socket.create_connection((host, int(port or 80)), timeout=10)
+    try:
+        sock.sendall(b"GET /bytes/1 HTTP/1.0\r\n\r\n")
+        while sock.recv(4096):
+            pass
+        sends, code, deadline = 0, None, time.time() + 5
+        while code is None and time.time() < deadline:
+            try:
+                sock.send(b"x")
+                sends += 1
+                time.sleep(0.2)
+            except socket.error as exc:
+                code = exc.args[0] if exc.args else None
+        name = errno.errorcode.get(code, "?") if hasattr(errno, "errorcode") else "?"
+        print("broken_pipe sends=%d errno=%s name=%s eof=%r" % (sends, code, name, sock.recv(10) == b""))
+        if code != getattr(errno, "EPIPE", 32):
+            raise AssertionError("errno %r, not EPIPE" % (code,))
+    finally:
+        sock.close()
+
+
 def section_timeout(opts):
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.settimeout(2.0)
@@ -282,7 +308,7 @@ def section_dns(opts):
 SECTIONS = {"download": section_download, "http_server": section_http_server,
             "select_server": section_select_server, "refused": section_refused,
             "timeout": section_timeout, "udp": section_udp, "dns": section_dns,
-            "urllib": section_urllib, "burst": section_burst}
+            "urllib": section_urllib, "burst": section_burst, "broken_pipe": section_broken_pipe}
 
 
 def parse(argv):
