@@ -813,20 +813,20 @@ def _recv_after_the_reset(make, listener):
     return steps
 
 
-def test_a_reset_after_the_peers_fin_is_epipe_as_on_linux(sock_net):
+def _as_the_host_does(scenario):
+    """``scenario`` run with the host's socket, then with bitsnet's, against the same kind of
+    peer: (the host's steps, bitsnet's steps)."""
     listener = Listener()
     try:
-        reference = _after_peer_closed(host.socket, listener)
-        ours = _after_peer_closed(bs.socket, listener)
+        return scenario(host.socket, listener), scenario(bs.socket, listener)
     finally:
         listener.close()
+
+
+def test_a_reset_after_the_peers_fin_is_epipe_as_on_linux(sock_net):
+    reference, ours = _as_the_host_does(_after_peer_closed)
     assert reference == [b"", "ok", "EPIPE", b"", "EPIPE"], reference
     assert ours == reference
-    listener = Listener()
-    try:
-        reference = _recv_after_the_reset(host.socket, listener)
-        ours = _recv_after_the_reset(bs.socket, listener)
-    finally:
-        listener.close()
+    reference, ours = _as_the_host_does(_recv_after_the_reset)
     assert reference == [b"", 1, b"", "EPIPE"], reference
     assert ours == reference
