@@ -61,15 +61,15 @@ BOOT_TIMEOUT = 600.0
 # The guest's figure -> the C figure it is compared with.
 C_OF = {"raw_recv": "bulk_recv", "raw_recv_batch": "bulk_recv", "recv_into": "bulk_recv", "recv": "bulk_recv",
         "makefile": "bulk_recv", "urllib": "bulk_recv", "raw_send": "bulk_send", "send": "bulk_send",
-        "raw_trips": "round_trips", "trips": "round_trips", "conns": "connections",
+        "raw_trips": "round_trips", "trips": "round_trips", "conns": "connections", "raw_conns": "connections",
         "makefile_stdlib": "bulk_recv", "makefile_bitsnet": "bulk_recv", "urllib_stdlib": "bulk_recv",
         "urllib_bitsnet": "bulk_recv", "httplib": "http_keepalive", "urllib_conns": "http_conns"}
 ORDER = ["bulk_recv", "raw_recv", "raw_recv_batch", "recv_into", "recv", "makefile", "urllib",
          "makefile_stdlib", "makefile_bitsnet", "urllib_stdlib", "urllib_bitsnet",
-         "bulk_send", "raw_send", "send", "round_trips", "raw_trips", "trips", "connections", "conns",
+         "bulk_send", "raw_send", "send", "round_trips", "raw_trips", "trips", "connections", "raw_conns", "conns",
          "http_keepalive", "httplib", "http_conns", "urllib_conns", "round_trips_polls_x100",
          "connections_polls_x100", "http_keepalive_polls_x100", "http_conns_polls_x100"]
-UNITS = {"round_trips": "/s", "raw_trips": "/s", "trips": "/s", "connections": "/s", "conns": "/s",
+UNITS = {"round_trips": "/s", "raw_trips": "/s", "raw_conns": "/s", "trips": "/s", "connections": "/s", "conns": "/s",
          "http_keepalive": "/s", "httplib": "/s", "http_conns": "/s", "urllib_conns": "/s",
          "round_trips_polls_x100": "Polls per 100", "connections_polls_x100": "Polls per 100",
          "http_keepalive_polls_x100": "Polls per 100", "http_conns_polls_x100": "Polls per 100"}

@@ -15,7 +15,8 @@ Sections:
             (``pair``): the host divides each Python figure by the C figure just before it
   raw       the leanest raw-EFI Python loop: one Receive (64 KiB, one buffer and token reused),
             Poll until CheckEvent says it completed -- ``raw_recv`` re-posts at once,
-            ``raw_recv_batch`` Polls 16 times first (bitsnet's trick); ``raw_send``; ``raw_trips``
+            ``raw_recv_batch`` Polls 16 times first (bitsnet's trick); ``raw_send``; ``raw_trips``;
+            ``raw_conns`` (bench.c's ``connections`` from Python: the ceiling of the connection path)
   api       the socket module in place (bitsnet or BITS's own): recv_into, recv, makefile().read(),
             urllib2, sendall, 1-byte round trips, connections, then section http
   http      lab-shaped exchanges: GET /small/BODY (--http-body, 256) --http-reqs times on one keep-alive
@@ -239,6 +240,83 @@ def raw_recv(raw, size, batch):
     return got, seconds
 
 
+def raw_conns(raw, count):
+    """Connections as bench.c's ``connections`` makes them, from Python: CreateChild, the protocol
+    (bitsnet's open_protocol: OpenProtocol with the EFI_GUID built once), Configure with one
+    prepared configuration (bench.c's ControlOption), Connect, Transmit "Cx", Receive, graceful
+    Close -- then, as bench.c's ``reap`` after every connection, each closing child whose Close
+    completed is destroyed and every other one Polled once. Timed up to the last Close posted;
+    the rest finish untimed (the last TIME_WAIT alone is 2 s). Per second."""
+    from bitsnet import child
+    efi, d, bs = raw.efi, raw.d, raw.bs
+    check, byref, sb = bs.CheckEvent, ctypes.byref, raw.sb
+    this_sb = byref(sb)
+    option = d.EFI_TCP4_OPTION()
+    option.ReceiveBufferSize = option.SendBufferSize = 256 * 1024
+    option.MaxSynBackLog, option.ConnectionTimeout, option.DataRetries = 10, 75, 12
+    option.FinTimeout = option.TimeWaitTimeout = 2
+    option.KeepAliveProbes, option.KeepAliveTime, option.KeepAliveInterval = 8, 7200, 60
+    option.EnableTimeStamp = option.EnableWindowScaling = True
+    cfg = d.EFI_TCP4_CONFIG_DATA()
+    cfg.TimeToLive = 64
+    ap = cfg.AccessPoint
+    ap.UseDefaultAddress = True
+    ap.RemoteAddress = d.ipv4(raw.host)
+    ap.RemotePort = raw.port
+    ap.ActiveFlag = True
+    cfg.ControlOption = ctypes.pointer(option)
+    this_cfg = byref(cfg)
+    connect = d.EFI_TCP4_CONNECTION_TOKEN()
+    connect.CompletionToken.Event = raw.event()
+    this_connect = byref(connect)
+    tx, rx = raw.io(16, tx=True), raw.io(16)
+    closing = []
+
+    def reap():
+        for entry in list(closing):
+            handle, proto, close = entry
+            if check(close.CompletionToken.Event) == 0:
+                bs.CloseEvent(close.CompletionToken.Event)
+                sb.DestroyChild(this_sb, handle)
+                closing.remove(entry)
+            else:
+                proto.Poll(byref(proto))
+
+    start = time.time()
+    for _ in range(count):
+        handle = efi.EFI_HANDLE()
+        efi.check_status(sb.CreateChild(this_sb, byref(handle)))
+        proto = child.open_protocol(d.EFI_TCP4_PROTOCOL, handle.value)
+        this = byref(proto)
+        ap.StationPort = 0  # EDK2's TcpBind writes the port it chose into the caller's ConfigData
+        efi.check_status(proto.Configure(this, this_cfg))
+        check(connect.CompletionToken.Event)  # a signal left from the last child (bench.c does so too)
+        efi.check_status(proto.Connect(this, this_connect))
+        efi.check_status(raw.wait(proto, connect.CompletionToken))
+        check(tx.CompletionToken.Event)
+        raw.send(proto, tx, b"Cx")
+        check(rx.CompletionToken.Event)
+        if raw.receive(proto, rx, 16) != 1:
+            raise AssertionError("raw one-shot")
+        close = d.EFI_TCP4_CLOSE_TOKEN()
+        event = efi.EFI_EVENT()
+        efi.check_status(bs.CreateEvent(0, 0, efi.EFI_EVENT_NOTIFY(), None, byref(event)))
+        close.CompletionToken.Event = event.value
+        efi.check_status(proto.Close(this, byref(close)))
+        closing.append((handle.value, proto, close))
+        reap()
+    rate = count / elapsed(start)
+    deadline = time.time() + 60
+    while closing and time.time() < deadline:
+        reap()
+    for handle, proto, close in closing:  # DestroyChild aborts what is left, then the event may go
+        sb.DestroyChild(this_sb, handle)
+        bs.CloseEvent(close.CompletionToken.Event)
+    if closing:
+        say("info raw_conns %d closes unfinished after 60 s" % len(closing))
+    return rate
+
+
 def section_raw(opts):
     raw = Raw(opts["host"], opts["port"])
     try:
@@ -272,6 +350,8 @@ def section_raw(opts):
             raw.receive(proto, rx, 16)
         fig("raw_trips", opts["trips"] / elapsed(start))
         raw.destroy(handle)
+        pair(opts, "conns")
+        fig("raw_conns", raw_conns(raw, opts["conns"]))
     finally:
         raw.finish()
 
