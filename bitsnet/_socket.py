@@ -804,19 +804,23 @@ class socket(object):
             return _error(_errno.ENETUNREACH)
         descriptor = self._descriptor
         reported, descriptor.connect_pending = descriptor.connect_pending, False
-        if endpoint.connecting and self._timeout == 0.0:
-            _progress(endpoint)  # docs/architecture.md section 6.1: the handshake moves between calls too
-        if endpoint.listening:
-            return _error(_errno.EISCONN)
-        if endpoint.connected:
-            # Linux (__inet_stream_connect): the first connect after a non-blocking one finished
-            # says 0 (the socket becomes SS_CONNECTED then), later ones EISCONN.
-            return None if reported else _error(_errno.EISCONN)
-        if endpoint.connecting:
+        # The common case, a socket that never connected (nothing to report, nothing under way):
+        # straight to the SYN. The questions below each update the endpoint (~0.1 ms in BITS).
+        fresh = not reported and endpoint.never_connected
+        if not fresh:
+            if endpoint.connecting and self._timeout == 0.0:
+                _progress(endpoint)  # docs/architecture.md section 6.1: the handshake moves between calls too
+            if endpoint.listening:
+                return _error(_errno.EISCONN)
+            if endpoint.connected:
+                # Linux (__inet_stream_connect): the first connect after a non-blocking one finished
+                # says 0 (the socket becomes SS_CONNECTED then), later ones EISCONN.
+                return None if reported else _error(_errno.EISCONN)
+        if not fresh and endpoint.connecting:
             if self._timeout == 0.0:
                 descriptor.connect_pending = True
                 return _error(_errno.EALREADY)
-        elif reported and endpoint.failed:
+        elif not fresh and reported and endpoint.failed:
             # Linux: the connect after a failed non-blocking one reports its error (sock_error);
             # the one after that starts afresh.
             return self._connect_failed(endpoint)

@@ -100,6 +100,8 @@ class Family(object):
         self.name = "IPv%d" % version
         # EFI_TCP6/UDP6 have no Routes() (docs/edk2.md sections 3.2, 4.1) and no UseDefaultAddress/SubnetMask.
         self.has_routes = version == 4
+        self._tcp_config = None  # type: Any   # tcp_config's one structure
+        self._addresses = {}  # type: dict   # _address_of's structures, by text
 
     def __repr__(self):
         return "<Family %s>" % self.name
@@ -126,6 +128,19 @@ class Family(object):
             address.Addr[:] = bytearray(packed)
         return address
 
+    def _address_of(self, text, mask=False):
+        """``efi_address(text)`` (``mask``: ``efidefs.ipv4(text)``, a subnet mask) made once per
+        text, for copying into a config's fields only (never handed to the firmware to fill):
+        each one is a ctypes structure, a pack and a copy, ~40 us in BITS (docs/performance.md
+        section 7), and a connection's station, mask and peer are mostly the last ones'."""
+        key = (text, mask)
+        address = self._addresses.get(key)
+        if address is None:
+            if len(self._addresses) >= 64:
+                self._addresses.clear()
+            address = self._addresses[key] = efidefs.ipv4(text) if mask else self.efi_address(text)
+        return address
+
     def efi_text(self, address):
         # type: (Any) -> str
         return self.text(bytes(bytearray(address.Addr)))
@@ -146,16 +161,23 @@ class Family(object):
             # and old TcpDxe failed it with EFI_ALREADY_STARTED (docs/bits-efi.md section 2): give the
             # address explicitly.
             ap.UseDefaultAddress = False
-            ap.SubnetMask = efidefs.ipv4(netmask)
-        ap.StationAddress = self.efi_address(station)
+            ap.SubnetMask = self._address_of(netmask, mask=True)
+        # Every field, since tcp_config's structure keeps the last Configure's.
+        ap.StationAddress = self._address_of(station)
         ap.StationPort = port
-        if remote is not None:
-            ap.RemoteAddress = self.efi_address(remote[0])
-            ap.RemotePort = remote[1]
+        ap.RemoteAddress = self._address_of(remote and remote[0])
+        ap.RemotePort = remote[1] if remote is not None else 0
         ap.ActiveFlag = active
 
     def tcp_config(self, hop_limit, tos=0):
-        config = self.TCP_CONFIG_DATA()
+        """The family's one EFI_TCPx_CONFIG_DATA, with these values. One serves every Configure:
+        EDK2 copies it in the call (and writes the port it chose into it, docs/edk2.md section
+        3.8), and building a new one was a visible part of a connect in BITS (docs/performance.md
+        section 7). ``tcp_access_point`` fills all of its AccessPoint; ControlOption is the
+        caller's to set."""
+        config = self._tcp_config
+        if config is None:
+            config = self._tcp_config = self.TCP_CONFIG_DATA()
         if self.version == 4:
             config.TimeToLive = hop_limit
             config.TypeOfService = tos

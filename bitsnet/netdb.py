@@ -228,6 +228,10 @@ def strtoul_port(text):
     return value & 0xffff
 
 
+_literal_answers = {}  # type: dict   # getaddrinfo's answers for an address literal and a port number
+_LITERALS_REMEMBERED = 64  # the table above starts afresh beyond this many
+
+
 def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (object, object, int, int, int, int) -> list
     """getaddrinfo(host, port [, family, type, proto, flags]) -> list of (family, type, proto,
     canonname, sockaddr)
@@ -236,6 +240,30 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     bitsnet.dns (A and, for AF_INET6 or AF_UNSPEC on a firmware with TCP6, AAAA: IPv6 first),
     and None or "" (the wildcard with AI_PASSIVE, otherwise loopback; IPv4 first); ports as
     numbers, numeric strings or service names (a built-in table)."""
+    # An address literal with a port number -- every socket.create_connection((ip, port)) --
+    # has one answer whatever the firmware says: kept, and a copy handed out, since the ~60
+    # Python calls of the checks and the parse are ~0.3 ms of a connection in BITS
+    # (docs/performance.md section 7). Only successful answers are kept.
+    if host.__class__ is str and port.__class__ is int:
+        key = (host, port, family, type, proto, flags)
+        try:
+            answer = _literal_answers.get(key)
+        except TypeError:  # an unhashable argument: the checks below say what is wrong with it
+            answer = key = None
+        if answer is not None:
+            return list(answer)
+        out = _getaddrinfo(host, port, family, type, proto, flags)
+        if key is not None and (inet.parse_ipv4(host, strict=False) is not None or
+                                inet.pack_ipv6(host.partition("%")[0]) is not None):
+            if len(_literal_answers) >= _LITERALS_REMEMBERED:
+                _literal_answers.clear()
+            _literal_answers[key] = tuple(out)
+        return out
+    return _getaddrinfo(host, port, family, type, proto, flags)
+
+
+def _getaddrinfo(host, port, family, type, proto, flags):
+    """getaddrinfo() without the table of literal answers."""
     if host is not None and not isinstance(host, (str, bytes, bytearray)) and \
             not (sys.version_info[0] < 3 and isinstance(host, unicode)):  # type: ignore[name-defined]  # noqa: F821
         raise TypeError("getaddrinfo() argument 1 must be string or None")

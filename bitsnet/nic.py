@@ -97,6 +97,7 @@ class Nic(object):
         self.handle = handle
         self._children = set()  # type: set   # (service-binding GUID, child handle)
         self._bindings = {}  # type: dict     # GUID -> service binding protocol interface
+        self._child_calls = {}  # type: dict  # GUID -> (CreateChild, DestroyChild, byref(binding))
 
     def __repr__(self):
         return "<Nic %s handle=0x%x children=%d>" % (self.name, self.handle, len(self._children))
@@ -118,13 +119,24 @@ class Nic(object):
             self._bindings[sb_guid] = binding
         return binding
 
+    def _calls(self, sb_guid):
+        """(CreateChild, DestroyChild, byref(binding)) of ``sb_guid``, kept: reading a ctypes
+        function field builds a new callable each time (child.EfiChild._call), and a connection
+        makes one child and destroys one."""
+        calls = self._child_calls.get(sb_guid)
+        if calls is None:
+            binding = self.service_binding(sb_guid)
+            calls = self._child_calls[sb_guid] = (binding.CreateChild, binding.DestroyChild, ctypes.byref(binding))
+        return calls
+
     def create_child(self, sb_guid):
         # type: (object) -> int
         """CreateChild on the service binding ``sb_guid``; returns the new child handle."""
-        binding = self.service_binding(sb_guid)
+        calls = self._calls(sb_guid)
         child = efi.EFI_HANDLE()
-        status = binding.CreateChild(ctypes.byref(binding), ctypes.byref(child))
-        errors.raise_for_status(status, "CreateChild")
+        status = calls[0](calls[2], ctypes.byref(child))
+        if status != efi.EFI_SUCCESS:
+            errors.raise_for_status(status, "CreateChild")
         handle = child.value
         if not handle:
             raise errors.socket_error(errno.EIO, "CreateChild returned a NULL handle")
@@ -140,8 +152,8 @@ class Nic(object):
         # type: (object, int) -> int
         """DestroyChild; returns the EFI status (the child is forgotten either way)."""
         self._children.discard((sb_guid, handle))
-        binding = self.service_binding(sb_guid)
-        return binding.DestroyChild(ctypes.byref(binding), handle)
+        calls = self._calls(sb_guid)
+        return calls[1](calls[2], handle)
 
     def children(self, sb_guid=None):
         # type: (object) -> int

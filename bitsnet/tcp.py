@@ -287,10 +287,10 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         return state.value
 
     def _control_option(self, backlog):
-        """The ControlOption for these options and ``backlog``: built once per set of values and
-        shared (EDK2 copies it at Configure, docs/edk2.md section 3.9), since a connect fills its
-        fourteen fields otherwise (each ctypes field a visible cost in BITS, docs/performance.md
-        section 7)."""
+        """The ControlOption for these options and ``backlog``, and a pointer to it: built once
+        per set of values and shared (EDK2 copies it at Configure, docs/edk2.md section 3.9),
+        since a connect fills its fourteen fields otherwise (each ctypes field a visible cost in
+        BITS, docs/performance.md section 7)."""
         options = self._options
         key = (self._fam.version, options["rcvbuf"], options["sndbuf"], backlog, options["keepalive"],
                options["nodelay"])
@@ -298,7 +298,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if o is None:
             if len(_control_options) >= 16:
                 _control_options.clear()
-            o = _control_options[key] = self._new_control_option(backlog)
+            option = self._new_control_option(backlog)
+            o = _control_options[key] = (option, ctypes.pointer(option))
         return o
 
     def _new_control_option(self, backlog):
@@ -322,17 +323,21 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         o.EnablePathMtuDiscovery = False
         return o
 
-    def _configure(self, active, station, port, remote=None, backlog=0, deadline=None):
+    def _configure(self, active, station, port, remote=None, backlog=0, deadline=None, info=None):
         """Configure the child (Configure(NULL) first if it was configured otherwise); ``deadline``:
-        the socket call's, for the address bring-up (docs/architecture.md section 6.4)."""
+        the socket call's, for the address bring-up (docs/architecture.md section 6.4); ``info``:
+        the IP info the caller already has."""
         self._ensure_child()
-        info = self._ip_info(deadline)
-        wanted = (active, station, port, remote, backlog, tuple(sorted(self._options.items())))
+        if info is None:
+            info = self._ip_info(deadline)
+        # The options as a copy of their dict: compared in C (a sorted tuple of them cost a
+        # sort and a tuple per connect, docs/performance.md section 7).
+        wanted = (active, station, port, remote, backlog, dict(self._options))
         if self._configured == wanted:
             return info
         if self._configured is not None:
             self._call("Configure", None)
-            nagle_was_off = dict(self._configured[5])["nodelay"]
+            nagle_was_off = self._configured[5]["nodelay"]
             self._configured = None
             if nagle_was_off and not self._options["nodelay"]:
                 self._renew_child()
@@ -344,8 +349,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         # None (all zero) lets IP6 choose the source, and is the wildcard listener (docs/edk2.md section 3.1).
         peer = remote if active else None
         fam.tcp_access_point(config, station, info.netmask, random_port(peer) if tries else port, remote, active)
-        option = self._control_option(backlog)
-        config.ControlOption = ctypes.pointer(option)
+        config.ControlOption = self._control_option(backlog)[1]
         until = clock.monotonic() + NO_MAPPING_WAIT
         retried = False
         while True:
@@ -743,7 +747,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             _fail(errno.ECONNREFUSED, "port 0")
         local_port = self._local[1] if self._local else 0
         self._configure(True, info.address if self._fam.version == 4 else None, local_port, remote=(host, port),
-                        deadline=deadline)
+                        deadline=deadline, info=info)
         self._remote = (host, port)
         self._rx.limit = self._options["rcvbuf"]
         token = self._fam.TCP_CONNECTION_TOKEN()
@@ -1007,7 +1011,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     def reap_step(self):
         """The closer's step (section 9): advance this closing endpoint; True once it is gone."""
-        self.update()
+        self._refresh()  # no update() when nothing moved since the last (close() has just made one)
         if self._handle is None:
             return True
         if self._close_op is not None and self._close_op.done or self._state == RESET:

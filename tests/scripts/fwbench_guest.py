@@ -822,7 +822,7 @@ def _timed_profile(label, socket, opts, rdtsc, tsc_per_us):
     total = sum(spent.values())
     say("conv %s profiled: %.0f us per exchange, %.1f calls" % (label, total / tsc_per_us / n,
                                                                 sum(calls.values()) / float(n)))
-    for key in sorted(spent, key=lambda k: -spent[k])[:30]:
+    for key in sorted(spent, key=lambda k: -spent[k])[:30 if label == "trip" else 60]:
         say("conv %s   %-34s calls=%6.1f us=%8.1f" % (label, key[:34], calls.get(key, 0) / float(n),
                                                      spent[key] / tsc_per_us / n))
 
@@ -1102,6 +1102,7 @@ def _bind_bitsnet():
     from bitsnet import child as _bn_child, events as _bn_events, stack as _bn_stack, tcp as _bn_tcp
     if not _ORIGINAL:
         _ORIGINAL.update(host_text=netdb.host_text, new_endpoint=_socket._new_endpoint)
+    _bind_conn4()
 
 
 def legacy_host_text(host, who="address"):
@@ -1206,7 +1207,8 @@ def legacy_wait_until(predicate, deadline, poll=None, checked=False):
 
 def legacy_control_option(self, backlog):
     """tcp.TcpEndpoint._control_option before the cache: a new TCP_OPTION per Configure."""
-    return self._new_control_option(backlog)
+    option = self._new_control_option(backlog)
+    return option, ctypes.pointer(option)
 
 
 def legacy_add_routes(self, info, strict, remote=None):
@@ -1236,6 +1238,184 @@ def legacy_open_protocol(protocol, handle):
 
 
 # the second round's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
+
+
+# conn4
+# The fourth round's A/B, connections (docs/performance.md section 7): the connect path before it, as
+# --variants "new:/old:netdb.getaddrinfo=legacy_getaddrinfo;_socket.socket._connect=legacy_connect;
+# tcp.TcpEndpoint._configure=legacy_configure;tcp.TcpEndpoint.reap_step=legacy_reap_step;
+# nic.Nic.create_child=legacy_create_child;nic.Nic.destroy_child=legacy_destroy_child"
+_bn_netdb = _bn_socket = _bn_nic = _bn_errors = _bn_efidefs = _bn_clock = None
+
+
+def _bind_conn4():
+    global _bn_netdb, _bn_socket, _bn_nic, _bn_errors, _bn_efidefs, _bn_clock
+    from bitsnet import _socket as _bn_socket, clock as _bn_clock, efidefs as _bn_efidefs
+    from bitsnet import errors as _bn_errors, netdb as _bn_netdb, nic as _bn_nic
+
+
+def legacy_getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
+    """netdb.getaddrinfo without its table of literal answers: every check and parse each time."""
+    return _bn_netdb._getaddrinfo(host, port, family, type, proto, flags)
+
+
+def legacy_connect(self, address):
+    """_socket.socket._connect asking connecting/listening/connected (each an update) of a fresh socket."""
+    s = _bn_socket
+    endpoint = self._endpoint()
+    deadline = self._deadline()
+    remote = s._sockaddr(self._family, address, "connect")
+    if self._type == s.SOCK_DGRAM:
+        try:
+            endpoint.connect(remote, deadline=deadline)
+        except s.error as exc:
+            if isinstance(exc, s.timeout) and not exc.errno and self._timeout == 0.0:
+                return s._error(s._errno.EAGAIN)
+            if isinstance(exc, s.timeout) and not exc.errno:
+                raise
+            return exc
+        return None
+    if s._inet.is_multicast(remote[0]):
+        return s._error(s._errno.ENETUNREACH)
+    descriptor = self._descriptor
+    reported, descriptor.connect_pending = descriptor.connect_pending, False
+    if endpoint.connecting and self._timeout == 0.0:
+        s._progress(endpoint)
+    if endpoint.listening:
+        return s._error(s._errno.EISCONN)
+    if endpoint.connected:
+        return None if reported else s._error(s._errno.EISCONN)
+    if endpoint.connecting:
+        if self._timeout == 0.0:
+            descriptor.connect_pending = True
+            return s._error(s._errno.EALREADY)
+    elif reported and endpoint.failed:
+        return self._connect_failed(endpoint)
+    else:
+        try:
+            endpoint.connect_start(remote, deadline=deadline)
+        except s.timeout as exc:
+            if self._timeout != 0.0 or exc.errno:
+                raise
+            endpoint.connect_later(remote)
+            descriptor.connect_pending = True
+            return s._error(s._errno.EINPROGRESS)
+        except s.error as exc:
+            return exc
+        if self._timeout == 0.0:
+            descriptor.connect_pending = True
+            return s._error(s._errno.EINPROGRESS)
+    if endpoint.connecting:
+        if self._timeout == 0.0:
+            return s._error(s._errno.EINPROGRESS)
+        self._wait(endpoint, lambda: not endpoint.connecting, deadline)
+    if endpoint.connected:
+        return None
+    if self._timeout is None:
+        return self._connect_failed(endpoint)
+    return s._error(endpoint.take_error() or s._errno.ECONNABORTED)
+
+
+def legacy_configure(self, active, station, port, remote=None, backlog=0, deadline=None, info=None):
+    """tcp.TcpEndpoint._configure before the fourth round: the IP info asked again, the options as a
+    sorted tuple, a new config structure with new address structures, a new pointer to the option."""
+    t = _bn_tcp
+    self._ensure_child()
+    info = self._ip_info(deadline)
+    wanted = (active, station, port, remote, backlog, tuple(sorted(self._options.items())))
+    if self._configured == wanted:
+        return info
+    if self._configured is not None:
+        self._call("Configure", None)
+        nagle_was_off = dict(self._configured[5])["nodelay"]
+        self._configured = None
+        if nagle_was_off and not self._options["nodelay"]:
+            self._renew_child()
+    fam = self._fam
+    config = fam.TCP_CONFIG_DATA()
+    if fam.version == 4:
+        config.TimeToLive = self._options["ttl"]
+        config.TypeOfService = self._options["tos"]
+    else:
+        config.HopLimit = self._options["ttl"]
+        config.TrafficClass = self._options["tos"]
+    tries = t.PORT_TRIES if port == 0 else 0
+    peer = remote if active else None
+    ap = config.AccessPoint
+    if fam.version == 4:
+        ap.UseDefaultAddress = False
+        ap.SubnetMask = _bn_efidefs.ipv4(info.netmask)
+    ap.StationAddress = fam.efi_address(station)
+    ap.StationPort = t.random_port(peer) if tries else port
+    if remote is not None:
+        ap.RemoteAddress = fam.efi_address(remote[0])
+        ap.RemotePort = remote[1]
+    ap.ActiveFlag = active
+    option = self._control_option(backlog)[0]
+    config.ControlOption = ctypes.pointer(option)
+    until = _bn_clock.monotonic() + t.NO_MAPPING_WAIT
+    retried = False
+    while True:
+        status = self._configure_child(config, until, deadline)
+        if status == _bn_efi.EFI_SUCCESS:
+            break
+        if status == _bn_efi.EFI_INVALID_PARAMETER and tries:
+            tries -= 1
+            config.AccessPoint.StationPort = t.random_port(peer) if tries else 0
+            continue
+        if status == _bn_efi.EFI_INVALID_PARAMETER and port:
+            if self._options["reuseaddr"] and not retried and t._abort_closing(station or fam.wildcard, port):
+                retried = True
+                continue
+            _bn_errors.raise_for_status(status, "bind", "port %d on %s, Configure" % (port, station or fam.wildcard))
+        _bn_errors.raise_for_status(status, "Configure")
+    self._configured = wanted
+    self._add_routes(info, strict=True, remote=remote and remote[0])
+    port = config.AccessPoint.StationPort or port
+    if not port or (station is None and active):
+        mode = fam.TCP_CONFIG_DATA()
+        if self._call("GetModeData", None, ctypes.byref(mode), None, None, None) == _bn_efi.EFI_SUCCESS:
+            port = mode.AccessPoint.StationPort
+            if station is None and active:
+                chosen = fam.efi_text(mode.AccessPoint.StationAddress)
+                station = chosen if chosen != fam.wildcard else (info.address or fam.wildcard)
+    self._local = (station or fam.wildcard, port)
+    return info
+
+
+def legacy_reap_step(self):
+    """tcp.TcpEndpoint.reap_step with a full update() every step."""
+    self.update()
+    if self._handle is None:
+        return True
+    if self._close_op is not None and self._close_op.done or self._state == _bn_tcp.RESET:
+        self._destroy()
+        return True
+    if _bn_clock.monotonic() >= self._close_deadline:
+        self._abort()
+        self._destroy()
+        return True
+    return False
+
+
+def legacy_create_child(self, sb_guid):
+    """nic.Nic.create_child reading the binding's CreateChild field (a new callable) each time."""
+    binding = self.service_binding(sb_guid)
+    child = _bn_efi.EFI_HANDLE()
+    status = binding.CreateChild(ctypes.byref(binding), ctypes.byref(child))
+    _bn_errors.raise_for_status(status, "CreateChild")
+    handle = child.value
+    if not handle:
+        raise _bn_errors.socket_error(5, "CreateChild returned a NULL handle")
+    self._children.add((sb_guid, handle))
+    return handle
+
+
+def legacy_destroy_child(self, sb_guid, handle):
+    """nic.Nic.destroy_child reading the binding's DestroyChild field each time."""
+    self._children.discard((sb_guid, handle))
+    binding = self.service_binding(sb_guid)
+    return binding.DestroyChild(ctypes.byref(binding), handle)
 
 
 def section_micro(opts):
