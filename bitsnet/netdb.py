@@ -247,13 +247,13 @@ def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: (objec
     if host.__class__ is str and port.__class__ is int:
         key = (host, port, family, type, proto, flags)
         try:
-            answer = _literal_answers.get(key)
+            answer, cacheable = _literal_answers.get(key), True
         except TypeError:  # an unhashable argument: the checks below say what is wrong with it
-            answer = key = None
+            answer, cacheable = None, False
         if answer is not None:
             return list(answer)
         out = _getaddrinfo(host, port, family, type, proto, flags)
-        if key is not None and (inet.parse_ipv4(host, strict=False) is not None or
+        if cacheable and (inet.parse_ipv4(host, strict=False) is not None or
                                 inet.pack_ipv6(host.partition("%")[0]) is not None):
             if len(_literal_answers) >= _LITERALS_REMEMBERED:
                 _literal_answers.clear()

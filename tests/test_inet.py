@@ -110,3 +110,23 @@ def test_multicast_and_broadcast():
     assert inet.is_multicast("255.255.255.255") and inet.is_multicast("ff02::1")
     assert not inet.is_multicast("223.255.255.255") and not inet.is_multicast("240.0.0.1")
     assert not inet.is_multicast("fe80::1") and not inet.is_multicast("127.0.0.1")
+
+
+@pytest.mark.skipif(not LINUX, reason="the reference is glibc")
+def test_getaddrinfo_keeps_literal_answers_and_hands_out_copies():
+    """getaddrinfo keeps its answer for an address literal with a port number (netdb's table):
+    the answer stays glibc's, a caller's changes to the list it got do not reach the next
+    caller, names are not kept, and an unhashable argument is still the TypeError it was."""
+    from bitsnet import netdb
+    for text in ("10.0.2.2", "127.1", "0x7f.0.0.1"):
+        expected = [tuple(entry) for entry in host.getaddrinfo(text, 80, 0, host.SOCK_STREAM)]
+        first = bs.getaddrinfo(text, 80, 0, bs.SOCK_STREAM)
+        assert first == expected
+        first.append("junk")
+        del first[0]
+        assert bs.getaddrinfo(text, 80, 0, bs.SOCK_STREAM) == expected
+        assert (text, 80, 0, bs.SOCK_STREAM, 0, 0) in netdb._literal_answers
+    bs.getaddrinfo("localhost", 80, 0, bs.SOCK_STREAM)
+    assert ("localhost", 80, 0, bs.SOCK_STREAM, 0, 0) not in netdb._literal_answers
+    with pytest.raises(TypeError):
+        bs.getaddrinfo("10.0.2.2", 80, [], bs.SOCK_STREAM)

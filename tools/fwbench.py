@@ -19,7 +19,8 @@ network namespace with tools/bench.py's peer (``--serve-peer``) on the namespace
 
 Figures (MB/s, or per second): bulk receive (C ``bulk_recv``; raw loop with and without batched
 Polls; recv_into, recv, makefile().read(), urllib2), bulk send (C ``bulk_send``; ``raw_send``,
-``send``: sendall), 1-byte round trips, connections (connect, one byte each way, graceful close),
+``send``: sendall), 1-byte round trips (``raw_trips``, ``trips``), connections (connect, one byte
+each way, graceful close; C ``connections``; ``raw_conns``, the raw-EFI Python loop, ``conns``),
 and two lab-shaped HTTP exchanges with the peer's HTTP/1.1 server, GETs of HTTP_BODY bytes: keep-alive
 httplib requests (C ``http_keepalive``; ``httplib``) and a urllib2 connection per request (C
 ``http_conns``; ``urllib_conns``); C's Polls per exchange beside them.
