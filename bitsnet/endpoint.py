@@ -52,6 +52,17 @@ class Endpoint(object):
     read_shut = _abstract_property("read_shut", "shutdown(SHUT_RD) was asked: a stream's recv answers EOF at once, "
                                                 "and select() calls the socket readable (as Linux).")
 
+    # The socket layer's fast paths for a stream socket's sendall/recv with no flags
+    # (docs/performance.md section 7): True only where ``send`` and ``recv_blocking`` serve them
+    # (TcpEndpoint); the others take the generic way (try; wait_until(predicate); try again).
+    plain_stream = False
+
+    def recv_blocking(self, nbytes, timeout):
+        """recv(``nbytes``) of a socket with ``timeout`` (None: blocking; never 0): the bytes,
+        b"" at EOF or after SHUT_RD, the pending error raised, ``errors.timeout`` when it runs
+        out. Only where ``plain_stream`` is True."""
+        raise NotImplementedError("%s.recv_blocking" % type(self).__name__)
+
     # --- driving the firmware ----------------------------------------------------------------
     def progress(self):
         """Move the stack on: Poll the NIC (through this endpoint's child, if it has one) and

@@ -108,6 +108,7 @@ _idle = []  # type: list      # slots whose event is open and unused
 _closed = []  # type: list    # slots whose event was closed: numbers to reuse
 _closed_values = set()  # type: set   # EFI_EVENT values we closed: their late notifications are stale
 _ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
+notified = _ready  # read-only outside: how many notifications wait for process() (TcpEndpoint.recv_blocking)
 _state = {"mode": None, "trampoline": None, "chain": None, "efi_hook": None, "seq": 0,
           "last_rescan": 0.0}  # type: dict
 stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0,
@@ -253,10 +254,13 @@ def resubmit(op):
 
 
 def take(op):
-    """``op`` completed inside its EFI call (its Status is no longer SENTINEL) and its owner
-    consumes the completion right there: release the registry entry as ``process()`` would,
-    without ``on_done``. Only for an ``op`` submitted since the last ``process()`` (nothing
-    else can have finished it)."""
+    """``op`` completed (its Status is no longer SENTINEL) and its owner consumes the completion
+    right there: release the registry entry as ``process()`` would, without ``on_done``. Only
+    for an ``op`` still registered (``op.done`` False: no ``process()`` has finished it yet) --
+    a Transmit completed inside its EFI call, or a Receive whose waiter looks at its Status
+    after each Poll (``TcpEndpoint.recv_blocking``). A notification still queued for it is
+    then stale: ``process()`` finds its slot free, or reused by a token still at SENTINEL
+    (or a later one that really completed, which it then finishes as it should)."""
     del _pending[op.slot]
     op.status = op.completion.Status
     op.done = True

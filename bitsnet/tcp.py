@@ -92,6 +92,13 @@ _dirty = stack.dirty  # endpoints with completions not yet consumed
 _rx_deferred = stack.rx_deferred  # endpoints whose next Receive the next pump posts (section 8.2)
 _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: the pump retries
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
+# recv_blocking consumes its own completed Receive without stack.settle(); every this-many-th
+# time (and when notifications pile up) it settles anyway, so the rest of the stack is served
+# even when every answer comes with the first Poll.
+SETTLE_EVERY = 4
+_settle_skipped = [0]  # recv_blocking's completions consumed since it last settled
+_SENTINEL = events.SENTINEL
+_notified = events.notified
 
 
 def _bytes_data_offset():
@@ -208,6 +215,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                  "_rd_shut", "_wr_shut", "_user_closed", "_close_op", "_connect_op", "_connect_deadline",
                  "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting")
     _closer = stack.tcp_closer
+    plain_stream = True  # the socket layer's sendall/recv fast paths: send() and recv_blocking()
 
     def __init__(self, fam=None):
         EfiChild.__init__(self, fam or family.INET)
@@ -888,6 +896,86 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 self.update()  # it completed at once: consume it
             if self._rx.size or self._error or self._state in FIN_RECEIVED or self._state == RESET:
                 return True
+        return None
+
+    def recv_blocking(self, nbytes, timeout):
+        """socket.recv(``nbytes``) with no flags on a socket whose timeout is ``timeout`` (None, or
+        > 0): the bytes, b"" at EOF or after SHUT_RD, the pending error raised, or
+        ``errors.timeout``. The same answers as the socket layer's generic way (recv; wait until
+        can_recv over progress(); recv again), made the round trip's fast path
+        (docs/performance.md section 7): the deadline is read only when it has to wait; while its
+        Receive is outstanding each round Polls and looks at that token's Status itself, and a
+        completion with data is consumed right there (``events.take``, as _post_transmit takes
+        a Transmit completed inside its call) and handed over, instead of going through
+        process(), _record, the pump's update() and the readiness predicate. What the pump does
+        for the rest of the stack -- other endpoints' completions, refused Transmits, the
+        closers -- runs (``stack.settle``) on every round that found nothing, and on every
+        SETTLE_EVERY-th that found the Receive done. Anything else (no Receive outstanding, a
+        deferred one elsewhere, a FIN, an error) takes the pump and recv() as the generic way."""
+        if self._rd_shut:
+            return b""
+        data = self.recv(nbytes)
+        if data is not None:
+            return data
+        deadline = None if timeout is None else clock.monotonic() + timeout
+        receiver = self.receiver
+        idle = 0
+        while True:
+            op = receiver.op
+            poll = self.poll_target
+            state = self._state
+            if op is None or poll is None or _rx_deferred or op.done:
+                found = stack.pump(self)
+            else:
+                poll[0](poll[1])
+                if op.completion.Status != _SENTINEL and not op.done:
+                    events.take(op)
+                    data = self._take_received(op, nbytes)
+                    if data is not None:
+                        return data
+                found = stack.settle()
+            if receiver.op is not op or self._done or self._error or self._state != state:
+                data = self.recv(nbytes)  # something happened to this endpoint: the generic answer
+                if data is not None:
+                    return data
+            if deadline is not None and clock.monotonic() >= deadline:
+                raise errors.timeout("timed out")
+            idle = 0 if found else idle + 1
+            if idle > events.IDLE_SPINS:
+                events.boot_services().Stall(events.IDLE_STALL_US)
+            if events.wait_hook is not None:
+                held = events.entered[:]
+                events.entered[:] = [None, 0]  # the other threads' turn (events.wait_until)
+                try:
+                    events.wait_hook()
+                finally:
+                    events.entered[:] = held
+
+    def _take_received(self, op, nbytes):
+        """recv_blocking's own Receive ``op`` completed (taken from the registry): up to ``nbytes``
+        of what it brought, consumed as update() would (_done_rx, then _refill's decision for a
+        Receive that brought data: the next one deferred, section 8.2); or None when it is not
+        data for an established connection (EOF, reset, an error): then it is recorded for
+        update(), which recv() runs."""
+        rx = self._rx
+        if op.status == efi.EFI_SUCCESS and self._state == ESTABLISHED and not rx.size and not self._rd_shut \
+                and self._close_op is None and not self.sender.queue.size:
+            data = self.receiver.completed(op)
+            if data:
+                if len(data) > nbytes:
+                    rx.append(data)
+                    data = rx.read(nbytes)
+                _rx_deferred.add(self)  # as _refill: the buffer is below its bound (it was empty)
+                skipped = _settle_skipped[0] + 1
+                if skipped >= SETTLE_EVERY or len(_notified) > 8 * SETTLE_EVERY:
+                    skipped = 0
+                    stack.settle()
+                _settle_skipped[0] = skipped
+                return data
+            _rx_deferred.add(self)  # an empty Receive: post the next one as _refill would
+            return None
+        self._done.append(op)  # what _record does, for the update() in recv()
+        self._settled = False
         return None
 
     def send(self, data):

@@ -1022,6 +1022,7 @@ def _bind_bitsnet():
     from bitsnet import child as _bn_child, events as _bn_events, stack as _bn_stack, tcp as _bn_tcp
     if not _ORIGINAL:
         _ORIGINAL.update(host_text=netdb.host_text, new_endpoint=_socket._new_endpoint)
+    _bind_trip4()
 
 
 def legacy_host_text(host, who="address"):
@@ -1156,6 +1157,65 @@ def legacy_open_protocol(protocol, handle):
 
 
 # the second round's A/B (docs/performance.md section 7): --variants "none:...;.../one:.../both:" naming these
+
+
+# trip4
+# The fourth round's A/B (docs/performance.md section 7): the socket layer's recv and sendall
+# before their fast paths, as bitsnet had them; _bind_trip4 puts them behind the error boundary
+# as _socket does, under the names --variants gives: _socket.socket.recv=legacy_recv etc.
+_bn_socket = None
+
+
+def _bind_trip4():
+    global _bn_socket, legacy_recv, legacy_sendall
+    from bitsnet import _socket as _bn_socket, errors
+    legacy_recv = errors.efi_boundary(_legacy_recv)
+    legacy_sendall = errors.efi_boundary(_legacy_sendall)
+
+
+legacy_recv = legacy_sendall = None
+
+
+def _legacy_recv(self, bufsize, flags=0):
+    """_socket.socket.recv before its fast path: the generic way (_recv_stream, _sock_call,
+    _wait: events.wait_until over the pump, the deadline read first)."""
+    m = _bn_socket
+    if type(bufsize) is not int or not 0 <= bufsize <= m._MAX_RECV:
+        bufsize = m._size_arg(bufsize)
+    if type(flags) is not int or flags:
+        flags = m._int(flags)
+    if bufsize < 0:
+        raise ValueError("negative buffersize in recv")
+    if bufsize > m._MAX_RECV:
+        raise OverflowError("byte string is too large")
+    if bufsize == 0 and sys.version_info[0] >= 3:
+        self._endpoint()
+        return b""
+    if bufsize <= m._UNCOPIED_RECV_MAX:
+        if self._type == m.SOCK_DGRAM:
+            return self._recvfrom_into(None, bufsize, flags)[0]
+        if not flags & m.MSG_WAITALL:
+            return self._recv_stream(None, bufsize, flags)
+    self._endpoint()
+    buffer = bytearray(bufsize)
+    n = self._recv_into(buffer, bufsize, flags)
+    return bytes(buffer) if n == bufsize else memoryview(buffer)[:n].tobytes()
+
+
+def _legacy_sendall(self, data, flags=0):
+    """_socket.socket.sendall before its fast path: the deadline, _send, _sock_call."""
+    m = _bn_socket
+    if type(data) is bytes:
+        view = memoryview(data)
+    else:
+        data, view = m._send_buffer(data)
+    if type(flags) is not int or flags:
+        flags = m._int(flags)
+    deadline = self._deadline()
+    sent = self._send(data, view, flags, deadline)
+    while sent < len(view):
+        rest = view[sent:]
+        sent += self._send(rest, rest, flags, deadline)
 
 
 def section_micro(opts):
