@@ -13,7 +13,9 @@ released only after the completion was processed, or after the child was torn do
 Callbacks run only at safe points (section 4; section 13 rule 5). A notification (the trampoline's pending call,
 or BITS's ``_efi`` hook) only appends a slot number to ``_ready``. All decisions are taken in
 ``process()``, on the main thread, by the code that is waiting: it checks the token's Status,
-releases the registry entry and runs the operation's ``on_done``.
+releases the registry entry and runs the operation's ``on_done``. An owner that sees its own
+token completed -- a Transmit inside its call, a blocking recv's Receive after a Poll -- may
+instead ``take()`` it right there; the notification still queued for it is then stale.
 
 No completion is lost (section 3). While a token is outstanding its Status holds ``SENTINEL``
 (EFI_NOT_READY, a value no TCP/UDP/DNS completion carries, and the one EDK2's DnsDxe itself

@@ -29,7 +29,9 @@ every post is followed by ``events.check``. One exception, for speed: after a Re
 data, the next one is posted by the next ``progress()`` -- every wait calls it, before it Polls,
 so nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a request/response
 exchange thus answers before paying for the next Receive. While a bulk stream arrives (the last
-Receive brought a full segment) that ``progress()`` first Polls a batch (``stack.pump``).
+Receive brought a full segment) that ``progress()`` first Polls a batch (``stack.pump``). A
+blocking recv with nothing buffered (``recv_blocking``, the socket layer's fast path) consumes
+its own Receive where it notices it, after a Poll, rather than through ``_record`` and ``update()``.
 
 Sending is bounded in Python (section 8.1; docs/edk2.md section 8.1 #6: EDK2 never says "buffer
 full"). ``send`` queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the
@@ -914,11 +916,22 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         deferred one elsewhere, a FIN, an error) takes the pump and recv() as the generic way."""
         if self._rd_shut:
             return b""
-        data = self.recv(nbytes)
+        receiver = self.receiver
+        if receiver.later and not self._rx.size and receiver.op is None and self._settled and not self._done \
+                and self._state == ESTABLISHED and not self._error and self._close_op is None \
+                and not receiver.streaming and not self._user_closed and self in _rx_deferred:
+            # The answer to what this connection sent: nothing buffered, the next Receive deferred
+            # since the last one brought data (section 8.2) -- what recv() would find, and post
+            # in _nothing_buffered; posted here without recv's calls.
+            _rx_deferred.discard(self)
+            receiver.later = False
+            self._post_receive()
+            data = self.recv(nbytes) if receiver.op is None or self._done else None
+        else:
+            data = self.recv(nbytes)
         if data is not None:
             return data
         deadline = None if timeout is None else clock.monotonic() + timeout
-        receiver = self.receiver
         idle = 0
         while True:
             op = receiver.op
@@ -933,7 +946,11 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                     data = self._take_received(op, nbytes)
                     if data is not None:
                         return data
-                found = stack.settle()
+                    found = stack.settle()
+                elif _notified or stack.dirty or idle & 7 == 7:
+                    found = stack.settle()  # others were notified, or every eighth idle round
+                else:
+                    found = 0
             if receiver.op is not op or self._done or self._error or self._state != state:
                 data = self.recv(nbytes)  # something happened to this endpoint: the generic answer
                 if data is not None:
@@ -980,15 +997,19 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     def send(self, data):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
-        self._check_open()
-        self._refresh()
+        # _check_open(), _refresh() and room() written out: a round trip's send is one call less
+        # each (docs/performance.md section 7).
+        if self._user_closed:
+            _fail(errno.EBADF, "endpoint is closed")
+        sender = self.sender
+        if self._done or not self._settled or self._state == SYN_SENT or sender.queue.size:
+            self.update()
         if self._state not in MAY_SEND or self._error:
             return self._cannot_send()
         size = len(data)
         if not size:
             return 0
-        sender = self.sender
-        space = sender.room()
+        space = sender.limit - sender.inflight - sender.queue.size
         if space <= 0:
             return None
         if size <= space and size <= TRANSMIT_CHUNK and not sender.queue.size and len(sender.ops) < MAX_TRANSMITS:

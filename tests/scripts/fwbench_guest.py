@@ -1163,14 +1163,16 @@ def legacy_open_protocol(protocol, handle):
 # The fourth round's A/B (docs/performance.md section 7): the socket layer's recv and sendall
 # before their fast paths, as bitsnet had them; _bind_trip4 puts them behind the error boundary
 # as _socket does, under the names --variants gives: _socket.socket.recv=legacy_recv etc.
-_bn_socket = None
+_bn_socket = _bn_errors = None
 
 
 def _bind_trip4():
-    global _bn_socket, legacy_recv, legacy_sendall
-    from bitsnet import _socket as _bn_socket, errors
-    legacy_recv = errors.efi_boundary(_legacy_recv)
-    legacy_sendall = errors.efi_boundary(_legacy_sendall)
+    global _bn_socket, _bn_errors, legacy_recv, legacy_sendall
+    from bitsnet import _socket as _bn_socket, errors as _bn_errors
+    legacy_recv = _bn_errors.efi_boundary(_legacy_recv)
+    legacy_sendall = _bn_errors.efi_boundary(_legacy_sendall)
+    if "tcp_send" not in _ORIGINAL:
+        _ORIGINAL["tcp_send"] = _bn_tcp.TcpEndpoint.send
 
 
 legacy_recv = legacy_sendall = None
@@ -1216,6 +1218,63 @@ def _legacy_sendall(self, data, flags=0):
     while sent < len(view):
         rest = view[sent:]
         sent += self._send(rest, rest, flags, deadline)
+
+
+def legacy_recv_blocking(self, nbytes, timeout):
+    """tcp.TcpEndpoint.recv_blocking as first made (the fourth round's change 1): the deferred
+    Receive posted through recv(), stack.settle() on every idle round."""
+    tcp, events, stack = _bn_tcp, _bn_events, _bn_stack
+    if self._rd_shut:
+        return b""
+    data = self.recv(nbytes)
+    if data is not None:
+        return data
+    deadline = None if timeout is None else events.clock() + timeout
+    receiver = self.receiver
+    idle = 0
+    while True:
+        op = receiver.op
+        poll = self.poll_target
+        state = self._state
+        if op is None or poll is None or tcp._rx_deferred or op.done:
+            found = stack.pump(self)
+        else:
+            poll[0](poll[1])
+            if op.completion.Status != tcp._SENTINEL and not op.done:
+                events.take(op)
+                data = self._take_received(op, nbytes)
+                if data is not None:
+                    return data
+            found = stack.settle()
+        if receiver.op is not op or self._done or self._error or self._state != state:
+            data = self.recv(nbytes)
+            if data is not None:
+                return data
+        if deadline is not None and events.clock() >= deadline:
+            raise _bn_errors.timeout("timed out")
+        idle = 0 if found else idle + 1
+        if idle > events.IDLE_SPINS:
+            events.boot_services().Stall(events.IDLE_STALL_US)
+
+
+def legacy_tcp_send(self, data):
+    """tcp.TcpEndpoint.send before _check_open/_refresh/room were written out."""
+    tcp = _bn_tcp
+    self._check_open()
+    self._refresh()
+    if self._state not in tcp.MAY_SEND or self._error:
+        return self._cannot_send()
+    size = len(data)
+    if not size:
+        return 0
+    sender = self.sender
+    space = sender.room()
+    if space <= 0:
+        return None
+    if size <= space and size <= tcp.TRANSMIT_CHUNK and not sender.queue.size and len(sender.ops) < tcp.MAX_TRANSMITS:
+        self._post_transmit(data if isinstance(data, bytes) else memoryview(data).tobytes())
+        return size
+    return _ORIGINAL["tcp_send"](self, data)
 
 
 def section_micro(opts):
