@@ -951,7 +951,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                     found = stack.settle()  # others were notified, or every eighth idle round
                 else:
                     found = 0
-            if receiver.op is not op or self._done or self._error or self._state != state:
+            if self._rx.size or receiver.op is not op or self._done or self._error or self._state != state:
                 data = self.recv(nbytes)  # something happened to this endpoint: the generic answer
                 if data is not None:
                     return data

@@ -64,6 +64,17 @@ def test_recv_blocking_in_every_event_mode(net):
     assert other.can_recv() and recv_exactly(other, 9) == b"meanwhile"  # served while ep waited
     with pytest.raises(errors.timeout):
         ep.recv_blocking(1, 0.2)
+    # A stream: its Receives are deferred behind batches of Polls (stack.pump) and may complete
+    # inside the pump with more than one recv takes; recv_blocking must see those bytes too.
+    stream = pattern(2 * 1024 * 1024)
+    sender = threading.Thread(target=conn.sendall, args=(stream,))
+    sender.daemon = True
+    sender.start()
+    got = bytearray()
+    while len(got) < len(stream):
+        got += ep.recv_blocking(65536, 5.0)
+    sender.join(DEADLINE)
+    assert bytes(got) == stream
     conn.sendall(b"last")
     conn.close()
     assert ep.recv_blocking(100, 5.0) == b"last"

@@ -1246,7 +1246,7 @@ def legacy_recv_blocking(self, nbytes, timeout):
                 if data is not None:
                     return data
             found = stack.settle()
-        if receiver.op is not op or self._done or self._error or self._state != state:
+        if self._rx.size or receiver.op is not op or self._done or self._error or self._state != state:
             data = self.recv(nbytes)
             if data is not None:
                 return data
