@@ -913,7 +913,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         for the rest of the stack -- other endpoints' completions, refused Transmits, the
         closers -- runs (``stack.settle``) on every round that found nothing, and on every
         SETTLE_EVERY-th that found the Receive done. Anything else (no Receive outstanding, a
-        deferred one elsewhere, a FIN, an error) takes the pump and recv() as the generic way."""
+        deferred one elsewhere, Transmits of its own in flight, a FIN, an error) takes the pump
+        and recv() as the generic way."""
         if self._rd_shut:
             return b""
         receiver = self.receiver
@@ -937,8 +938,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             op = receiver.op
             poll = self.poll_target
             state = self._state
-            if op is None or poll is None or _rx_deferred or op.done:
-                found = stack.pump(self)
+            if op is None or poll is None or _rx_deferred or op.done or self.sender.ops:
+                found = stack.pump(self)  # the generic round (Transmits in flight: the pump's send policy)
             else:
                 poll[0](poll[1])
                 if op.completion.Status != _SENTINEL and not op.done:
