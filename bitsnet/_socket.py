@@ -1143,9 +1143,11 @@ class socket(object):
         if type(flags) is not int or flags:
             flags = _int(flags)
         deadline = self._deadline()
-        if sent:
-            data = view = view[sent:]
-        sent = self._send(data, view, flags, deadline)
+        if sent:  # the rest, as a view (copied once when queued, as every later piece is)
+            view = view[sent:]
+            sent = self._send(view, view, flags, deadline)
+        else:
+            sent = self._send(data, view, flags, deadline)
         while sent < len(view):
             rest = view[sent:]
             sent += self._send(rest, rest, flags, deadline)
