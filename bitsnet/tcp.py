@@ -968,6 +968,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                     events.wait_hook()
                 finally:
                     events.entered[:] = held
+                data = self.recv(nbytes)  # their pumps may have consumed this endpoint's completions
+                if data is not None:
+                    return data
 
     def _take_received(self, op, nbytes):
         """recv_blocking's own Receive ``op`` completed (taken from the registry): up to ``nbytes``

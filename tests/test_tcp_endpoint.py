@@ -83,6 +83,29 @@ def test_recv_blocking_in_every_event_mode(net):
         each.close()
 
 
+def test_recv_blocking_sees_what_another_thread_consumed(net):
+    # A host harness's events.wait_hook lets other threads use bitsnet while one waits; their
+    # pumps update every endpoint, so this one's Receive may complete there -- here with the
+    # peer's FIN. recv_blocking must answer EOF then, not wait for a change it did not see.
+    ep, conn, listener = established_pair()
+    calls = []
+
+    def other_thread():
+        calls.append(1)
+        if len(calls) == 1:
+            conn.close()
+            assert wait(ep.can_recv)  # stack.pump(): the FIN is consumed here
+    events.wait_hook = other_thread
+    try:
+        start = events.clock()
+        assert ep.recv_blocking(10, 5.0) == b""
+        assert events.clock() - start < 2.0
+    finally:
+        events.wait_hook = None
+    ep.close()
+    listener.close()
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_http_get_until_the_server_closes(net, tmpdir, profile):
     body = pattern(100000)
