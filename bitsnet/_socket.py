@@ -956,9 +956,14 @@ class socket(object):
         """recv(buffersize[, flags]) -> data
 
         Receive up to buffersize bytes; b'' means the peer closed (or SHUT_RD was done)."""
-        # The common arguments (a small int, no flags) without the checks' calls: a round trip
-        # is made of few socket calls, and each Python call counts in BITS (docs/performance.md
-        # section 7).
+        # The common case first: a TCP socket that may wait, a small size, no flags -- straight to
+        # the endpoint's own blocking recv (docs/performance.md section 7: each Python call
+        # counts in BITS, and a round trip is made of few socket calls).
+        if type(bufsize) is int and 0 < bufsize <= _UNCOPIED_RECV_MAX and type(flags) is int and not flags:
+            descriptor = self._descriptor
+            if descriptor is not None and descriptor.endpoint.plain_stream and self._timeout != 0.0:
+                return descriptor.endpoint.recv_blocking(bufsize, self._timeout)
+        # The common arguments otherwise without the checks' calls.
         if type(bufsize) is not int or not 0 <= bufsize <= _MAX_RECV:
             bufsize = _size_arg(bufsize)
         if type(flags) is not int or flags:
@@ -1126,14 +1131,27 @@ class socket(object):
         """sendall(data[, flags])
 
         Send all of data; the timeout, if any, applies to the whole call (as in 3.5+)."""
-        if type(data) is bytes:  # the common case without its calls (see recv)
+        sent = 0
+        if type(data) is bytes and type(flags) is int and not flags and data:
+            # The common case (see recv): a TCP endpoint takes the bytes at once (its send
+            # buffer has room) -- no deadline, no _send/_sock_call; else on from what it took.
+            descriptor = self._descriptor
+            if descriptor is not None and descriptor.endpoint.plain_stream:
+                sent = descriptor.endpoint.send(data) or 0
+                if sent == len(data):
+                    return
+        if type(data) is bytes:  # without _send_buffer's calls
             view = memoryview(data)
         else:
             data, view = _send_buffer(data)
         if type(flags) is not int or flags:
             flags = _int(flags)
         deadline = self._deadline()
-        sent = self._send(data, view, flags, deadline)
+        if sent:  # the rest, as a view (copied once when queued, as every later piece is)
+            view = view[sent:]
+            sent = self._send(view, view, flags, deadline)
+        else:
+            sent = self._send(data, view, flags, deadline)
         while sent < len(view):
             rest = view[sent:]
             sent += self._send(rest, rest, flags, deadline)

@@ -51,6 +51,10 @@ class Endpoint(object):
     remote_address = _abstract_property("remote_address", "The connected peer's (host, port[, ...]), or None.")
     read_shut = _abstract_property("read_shut", "shutdown(SHUT_RD) was asked: a stream's recv answers EOF at once, "
                                                 "and select() calls the socket readable (as Linux).")
+    plain_stream = _abstract_property("plain_stream", "The socket layer's sendall/recv of bytes with no flags "
+                                                      "may take their fast paths: send() as it is, and "
+                                                      "recv_blocking() (docs/performance.md section 7). True for "
+                                                      "TcpEndpoint only; the others take the generic way.")
 
     # --- driving the firmware ----------------------------------------------------------------
     def progress(self):
@@ -155,6 +159,12 @@ class StreamEndpoint(Endpoint):
     def send_urgent(self, data):
         """send(MSG_OOB): how many bytes were queued as urgent data, or None (would block)."""
         raise NotImplementedError("%s.send_urgent" % type(self).__name__)
+
+    def recv_blocking(self, nbytes, timeout):
+        """recv(``nbytes``) of a socket with ``timeout`` (None: blocking; never 0): the bytes,
+        b"" at EOF or after SHUT_RD, the pending error raised, ``errors.timeout`` when it runs
+        out. Asked only where ``plain_stream`` is True."""
+        raise NotImplementedError("%s.recv_blocking" % type(self).__name__)
 
 
 class DatagramEndpoint(Endpoint):

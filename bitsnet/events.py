@@ -13,7 +13,9 @@ released only after the completion was processed, or after the child was torn do
 Callbacks run only at safe points (section 4; section 13 rule 5). A notification (the trampoline's pending call,
 or BITS's ``_efi`` hook) only appends a slot number to ``_ready``. All decisions are taken in
 ``process()``, on the main thread, by the code that is waiting: it checks the token's Status,
-releases the registry entry and runs the operation's ``on_done``.
+releases the registry entry and runs the operation's ``on_done``. An owner that sees its own
+token completed -- a Transmit inside its call, a blocking recv's Receive after a Poll -- may
+instead ``take()`` it right there; the notification still queued for it is then stale.
 
 No completion is lost (section 3). While a token is outstanding its Status holds ``SENTINEL``
 (EFI_NOT_READY, a value no TCP/UDP/DNS completion carries, and the one EDK2's DnsDxe itself
@@ -108,6 +110,7 @@ _idle = []  # type: list      # slots whose event is open and unused
 _closed = []  # type: list    # slots whose event was closed: numbers to reuse
 _closed_values = set()  # type: set   # EFI_EVENT values we closed: their late notifications are stale
 _ready = collections.deque()  # type: collections.deque   # slots notified, appended at safe points
+notified = _ready  # read-only outside: how many notifications wait for process() (TcpEndpoint.recv_blocking)
 _state = {"mode": None, "trampoline": None, "chain": None, "efi_hook": None, "seq": 0,
           "last_rescan": 0.0}  # type: dict
 stats = {"completions": 0, "notifications": 0, "stale": 0, "overflowed": 0, "rescans": 0, "recovered": 0,
@@ -253,10 +256,13 @@ def resubmit(op):
 
 
 def take(op):
-    """``op`` completed inside its EFI call (its Status is no longer SENTINEL) and its owner
-    consumes the completion right there: release the registry entry as ``process()`` would,
-    without ``on_done``. Only for an ``op`` submitted since the last ``process()`` (nothing
-    else can have finished it)."""
+    """``op`` completed (its Status is no longer SENTINEL) and its owner consumes the completion
+    right there: release the registry entry as ``process()`` would, without ``on_done``. Only
+    for an ``op`` still registered (``op.done`` False: no ``process()`` has finished it yet) --
+    a Transmit completed inside its EFI call, or a Receive whose waiter looks at its Status
+    after each Poll (``TcpEndpoint.recv_blocking``). A notification still queued for it is
+    then stale: ``process()`` finds its slot free, or reused by a token still at SENTINEL
+    (or a later one that really completed, which it then finishes as it should)."""
     del _pending[op.slot]
     op.status = op.completion.Status
     op.done = True

@@ -27,6 +27,7 @@ class PairEndpoint(StreamEndpoint):
     failed = False
     never_connected = False  # connected from birth
     read_shut = False  # SHUT_RD is the endpoint's, set by shutdown(): the socket's recv answers b"" at once
+    plain_stream = False  # the socket layer's generic way (its fast paths are for TCP's firmware waits)
     local_address = remote_address = ("127.0.0.1", 0)
 
     def __init__(self):
@@ -70,6 +71,9 @@ class PairEndpoint(StreamEndpoint):
         if self._rx:
             return self._rx.peek(nbytes) if peek else self._rx.read(nbytes)
         return b"" if self._eof else None
+
+    def recv_blocking(self, nbytes, timeout):
+        raise NotImplementedError("PairEndpoint.recv_blocking: plain_stream is False, the socket layer never asks")
 
     def send(self, data):
         peer = self.peer

@@ -91,6 +91,25 @@ def pump(ep=None):
     return found
 
 
+def settle():
+    """pump() after its Polls: process the completions, update the endpoints that have some,
+    retry refused Transmits, run the closers. For a wait that Polls by itself
+    (``TcpEndpoint.recv_blocking``: it looks at its own Receive between the Poll and this).
+    The same steps as pump's, written out there: pump is one Python call per wait round."""
+    found = events.process()
+    if dirty:
+        for each in list(dirty):
+            each.update()
+    if tx_retry:
+        for each in list(tx_retry):
+            each.update()
+    if _tcp_closing or _tcp_wanted:
+        tcp_closer.reap_due()
+    if _udp_closing:
+        udp_closer.reap_due()
+    return found
+
+
 def hand_closes_over(timeout):
     """Drive the stack until every background close has handed the rest to the firmware (the
     closers' ``handed_over``: TCP's last queued bytes and FIN given, ``Close`` posted; UDP's

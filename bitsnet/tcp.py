@@ -29,7 +29,9 @@ every post is followed by ``events.check``. One exception, for speed: after a Re
 data, the next one is posted by the next ``progress()`` -- every wait calls it, before it Polls,
 so nothing is noticed later -- or by a ``recv`` that finds the buffer empty; a request/response
 exchange thus answers before paying for the next Receive. While a bulk stream arrives (the last
-Receive brought a full segment) that ``progress()`` first Polls a batch (``stack.pump``).
+Receive brought a full segment) that ``progress()`` first Polls a batch (``stack.pump``). A
+blocking recv with nothing buffered (``recv_blocking``, the socket layer's fast path) consumes
+its own Receive where it notices it, after a Poll, rather than through ``_record`` and ``update()``.
 
 Sending is bounded in Python (section 8.1; docs/edk2.md section 8.1 #6: EDK2 never says "buffer
 full"). ``send`` queues at most SO_SNDBUF bytes counting those still in Transmit tokens; the
@@ -92,6 +94,13 @@ _dirty = stack.dirty  # endpoints with completions not yet consumed
 _rx_deferred = stack.rx_deferred  # endpoints whose next Receive the next pump posts (section 8.2)
 _tx_retry = stack.tx_retry  # endpoints with a Transmit the firmware refused: the pump retries
 TX_REFUSED_LIMIT = 10.0  # seconds of refused Transmits (EFI_OUT_OF_RESOURCES) before the connection fails
+# recv_blocking consumes its own completed Receive without stack.settle(); every this-many-th
+# time (and when notifications pile up) it settles anyway, so the rest of the stack is served
+# even when every answer comes with the first Poll.
+SETTLE_EVERY = 4
+_settle_skipped = [0]  # recv_blocking's completions consumed since it last settled
+_SENTINEL = events.SENTINEL
+_notified = events.notified
 
 
 def _bytes_data_offset():
@@ -208,6 +217,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                  "_rd_shut", "_wr_shut", "_user_closed", "_close_op", "_connect_op", "_connect_deadline",
                  "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting")
     _closer = stack.tcp_closer
+    plain_stream = True  # the socket layer's sendall/recv fast paths: send() and recv_blocking()
 
     def __init__(self, fam=None):
         EfiChild.__init__(self, fam or family.INET)
@@ -894,17 +904,120 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 return True
         return None
 
+    def recv_blocking(self, nbytes, timeout):
+        """socket.recv(``nbytes``) with no flags on a socket whose timeout is ``timeout`` (None, or
+        > 0): the bytes, b"" at EOF or after SHUT_RD, the pending error raised, or
+        ``errors.timeout``. The same answers as the socket layer's generic way (recv; wait until
+        can_recv over progress(); recv again), made the round trip's fast path
+        (docs/performance.md section 7): the deadline is read only when it has to wait; while its
+        Receive is outstanding each round Polls and looks at that token's Status itself, and a
+        completion with data is consumed right there (``events.take``, as _post_transmit takes
+        a Transmit completed inside its call) and handed over, instead of going through
+        process(), _record, the pump's update() and the readiness predicate. What the pump does
+        for the rest of the stack -- other endpoints' completions, refused Transmits, the
+        closers -- runs (``stack.settle``) on every round that found nothing, and on every
+        SETTLE_EVERY-th that found the Receive done. Anything else (no Receive outstanding, a
+        deferred one elsewhere, Transmits of its own in flight, a FIN, an error) takes the pump
+        and recv() as the generic way."""
+        if self._rd_shut:
+            return b""
+        receiver = self.receiver
+        if receiver.later and not self._rx.size and receiver.op is None and self._settled and not self._done \
+                and self._state == ESTABLISHED and not self._error and self._close_op is None \
+                and not receiver.streaming and not self._user_closed and self in _rx_deferred:
+            # The answer to what this connection sent: nothing buffered, the next Receive deferred
+            # since the last one brought data (section 8.2) -- what recv() would find, and post
+            # in _nothing_buffered; posted here without recv's calls.
+            _rx_deferred.discard(self)
+            receiver.later = False
+            self._post_receive()
+            data = self.recv(nbytes) if receiver.op is None or self._done else None
+        else:
+            data = self.recv(nbytes)
+        if data is not None:
+            return data
+        deadline = None if timeout is None else clock.monotonic() + timeout
+        idle = 0
+        while True:
+            op = receiver.op
+            poll = self.poll_target
+            state = self._state
+            if op is None or poll is None or _rx_deferred or op.done or self.sender.ops:
+                found = stack.pump(self)  # the generic round (Transmits in flight: the pump's send policy)
+            else:
+                poll[0](poll[1])
+                if op.completion.Status != _SENTINEL and not op.done:
+                    events.take(op)
+                    data = self._take_received(op, nbytes)
+                    if data is not None:
+                        return data
+                    found = stack.settle()
+                elif _notified or stack.dirty or idle & 7 == 7:
+                    found = stack.settle()  # others were notified, or every eighth idle round
+                else:
+                    found = 0
+            if self._rx.size or receiver.op is not op or self._done or self._error or self._state != state:
+                data = self.recv(nbytes)  # something happened to this endpoint: the generic answer
+                if data is not None:
+                    return data
+            if deadline is not None and clock.monotonic() >= deadline:
+                raise errors.timeout("timed out")
+            idle = 0 if found else idle + 1
+            if idle > events.IDLE_SPINS:
+                events.boot_services().Stall(events.IDLE_STALL_US)
+            if events.wait_hook is not None:
+                held = events.entered[:]
+                events.entered[:] = [None, 0]  # the other threads' turn (events.wait_until)
+                try:
+                    events.wait_hook()
+                finally:
+                    events.entered[:] = held
+                data = self.recv(nbytes)  # their pumps may have consumed this endpoint's completions
+                if data is not None:
+                    return data
+
+    def _take_received(self, op, nbytes):
+        """recv_blocking's own Receive ``op`` completed (taken from the registry): up to ``nbytes``
+        of what it brought, consumed as update() would (_done_rx, then _refill's decision for a
+        Receive that brought data: the next one deferred, section 8.2); or None when it is not
+        data for an established connection (EOF, reset, an error): then it is recorded for
+        update(), which recv() runs."""
+        rx = self._rx
+        if op.status == efi.EFI_SUCCESS and self._state == ESTABLISHED and not rx.size and not self._rd_shut \
+                and self._close_op is None and not self.sender.queue.size:
+            data = self.receiver.completed(op)
+            if data:
+                if len(data) > nbytes:
+                    rx.append(data)
+                    data = rx.read(nbytes)
+                _rx_deferred.add(self)  # as _refill: the buffer is below its bound (it was empty)
+                skipped = _settle_skipped[0] + 1
+                if skipped >= SETTLE_EVERY or len(_notified) > 8 * SETTLE_EVERY:
+                    skipped = 0
+                    stack.settle()
+                _settle_skipped[0] = skipped
+                return data
+            _rx_deferred.add(self)  # an empty Receive: post the next one as _refill would
+            return None
+        self._done.append(op)  # what _record does, for the update() in recv()
+        self._settled = False
+        return None
+
     def send(self, data):
         """How many bytes of ``data`` were queued (> 0), or None if the send buffer is full."""
-        self._check_open()
-        self._refresh()
+        # _check_open(), _refresh() and room() written out: a round trip's send is one call less
+        # each (docs/performance.md section 7).
+        if self._user_closed:
+            _fail(errno.EBADF, "endpoint is closed")
+        sender = self.sender
+        if self._done or not self._settled or self._state == SYN_SENT or sender.queue.size:
+            self.update()
         if self._state not in MAY_SEND or self._error:
             return self._cannot_send()
         size = len(data)
         if not size:
             return 0
-        sender = self.sender
-        space = sender.room()
+        space = sender.limit - sender.inflight - sender.queue.size
         if space <= 0:
             return None
         if size <= space and size <= TRANSMIT_CHUNK and not sender.queue.size and len(sender.ops) < MAX_TRANSMITS:

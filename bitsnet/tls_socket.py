@@ -119,6 +119,9 @@ class TlsEndpoint(_endpoint.StreamEndpoint):
     interface is the TCP endpoint's own (``_forward`` below)."""
 
     __slots__ = ("inner", "session")
+    # Not the TCP endpoint's: the socket layer's fast paths would read around the TLS layer's
+    # own readiness (can_recv above); the generic way asks it.
+    plain_stream = False
 
     def __init__(self, inner, session):
         self.inner = inner  # the TCP endpoint, back in the fd table when TLS ends (unwrap, close)

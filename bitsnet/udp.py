@@ -86,6 +86,7 @@ class UdpEndpoint(EfiChild, DatagramEndpoint):
     # SHUT_RD is the endpoint's (the one place every layer reads it), set by shutdown(): select()
     # then calls the socket readable; recv still waits for a datagram, as on Linux.
     read_shut = False
+    plain_stream = False  # datagrams: the socket layer's generic way
     _closer = stack.udp_closer
     _POLL_UNCONFIGURED = False  # Poll goes through a configured child only
 

@@ -42,6 +42,70 @@ def test_echo_round_trip_in_every_event_mode(net):
         ep.close()
 
 
+@pytest.mark.parametrize("net", MODES, indirect=True)
+def test_recv_blocking_in_every_event_mode(net):
+    # TcpEndpoint.recv_blocking, the socket layer's recv fast path: it takes its own completed
+    # Receive after each Poll (events.take) instead of through process(). Round trips, a chunk
+    # read in pieces, another endpoint's data arriving meanwhile (served by stack.settle), the
+    # timeout, then the peer's FIN; the registry holds only the Receive and ends empty (``net``).
+    ep, conn, listener = established_pair()
+    other, conn2, listener2 = established_pair()
+    completions = events.stats["completions"]
+    conn2.sendall(b"meanwhile")
+    for n in range(40):
+        send_all(ep, b"%02d" % n)
+        got = conn.recv(2)
+        got += conn.recv(2 - len(got)) if len(got) < 2 else b""
+        assert got == b"%02d" % n
+        conn.sendall(got)
+        assert ep.recv_blocking(1, 5.0) + ep.recv_blocking(1, 5.0) == b"%02d" % n
+    assert events.stats["completions"] - completions >= 80  # every Receive and Transmit consumed
+    assert events.outstanding(ep) == 0  # nothing left behind: the next Receive waits for the next pump (8.2)
+    assert other.can_recv() and recv_exactly(other, 9) == b"meanwhile"  # served while ep waited
+    with pytest.raises(errors.timeout):
+        ep.recv_blocking(1, 0.2)
+    # A stream: its Receives are deferred behind batches of Polls (stack.pump) and may complete
+    # inside the pump with more than one recv takes; recv_blocking must see those bytes too.
+    stream = pattern(2 * 1024 * 1024)
+    sender = threading.Thread(target=conn.sendall, args=(stream,))
+    sender.daemon = True
+    sender.start()
+    got = bytearray()
+    while len(got) < len(stream):
+        got += ep.recv_blocking(65536, 5.0)
+    sender.join(DEADLINE)
+    assert bytes(got) == stream
+    conn.sendall(b"last")
+    conn.close()
+    assert ep.recv_blocking(100, 5.0) == b"last"
+    assert ep.recv_blocking(100, 5.0) == b""
+    for each in (ep, other, conn2, listener, listener2):
+        each.close()
+
+
+def test_recv_blocking_sees_what_another_thread_consumed(net):
+    # A host harness's events.wait_hook lets other threads use bitsnet while one waits; their
+    # pumps update every endpoint, so this one's Receive may complete there -- here with the
+    # peer's FIN. recv_blocking must answer EOF then, not wait for a change it did not see.
+    ep, conn, listener = established_pair()
+    calls = []
+
+    def other_thread():
+        calls.append(1)
+        if len(calls) == 1:
+            conn.close()
+            assert wait(ep.can_recv)  # stack.pump(): the FIN is consumed here
+    events.wait_hook = other_thread
+    try:
+        start = events.clock()
+        assert ep.recv_blocking(10, 5.0) == b""
+        assert events.clock() - start < 2.0
+    finally:
+        events.wait_hook = None
+    ep.close()
+    listener.close()
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_http_get_until_the_server_closes(net, tmpdir, profile):
     body = pattern(100000)

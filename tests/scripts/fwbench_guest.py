@@ -1103,6 +1103,7 @@ def _bind_bitsnet():
     if not _ORIGINAL:
         _ORIGINAL.update(host_text=netdb.host_text, new_endpoint=_socket._new_endpoint)
     _bind_conn4()
+    _bind_trip4()
 
 
 def legacy_host_text(host, who="address"):
@@ -1416,6 +1417,122 @@ def legacy_destroy_child(self, sb_guid, handle):
     self._children.discard((sb_guid, handle))
     binding = self.service_binding(sb_guid)
     return binding.DestroyChild(ctypes.byref(binding), handle)
+# trip4
+# The fourth round's A/B (docs/performance.md section 7): the socket layer's recv and sendall
+# before their fast paths, as bitsnet had them; _bind_trip4 puts them behind the error boundary
+# as _socket does, under the names --variants gives: _socket.socket.recv=legacy_recv etc.
+_bn_socket = _bn_errors = None
+
+
+def _bind_trip4():
+    global _bn_socket, _bn_errors, legacy_recv, legacy_sendall
+    from bitsnet import _socket as _bn_socket, errors as _bn_errors
+    legacy_recv = _bn_errors.efi_boundary(_legacy_recv)
+    legacy_sendall = _bn_errors.efi_boundary(_legacy_sendall)
+    if "tcp_send" not in _ORIGINAL:
+        _ORIGINAL["tcp_send"] = _bn_tcp.TcpEndpoint.send
+
+
+legacy_recv = legacy_sendall = None
+
+
+def _legacy_recv(self, bufsize, flags=0):
+    """_socket.socket.recv before its fast path: the generic way (_recv_stream, _sock_call,
+    _wait: events.wait_until over the pump, the deadline read first)."""
+    m = _bn_socket
+    if type(bufsize) is not int or not 0 <= bufsize <= m._MAX_RECV:
+        bufsize = m._size_arg(bufsize)
+    if type(flags) is not int or flags:
+        flags = m._int(flags)
+    if bufsize < 0:
+        raise ValueError("negative buffersize in recv")
+    if bufsize > m._MAX_RECV:
+        raise OverflowError("byte string is too large")
+    if bufsize == 0 and sys.version_info[0] >= 3:
+        self._endpoint()
+        return b""
+    if bufsize <= m._UNCOPIED_RECV_MAX:
+        if self._type == m.SOCK_DGRAM:
+            return self._recvfrom_into(None, bufsize, flags)[0]
+        if not flags & m.MSG_WAITALL:
+            return self._recv_stream(None, bufsize, flags)
+    self._endpoint()
+    buffer = bytearray(bufsize)
+    n = self._recv_into(buffer, bufsize, flags)
+    return bytes(buffer) if n == bufsize else memoryview(buffer)[:n].tobytes()
+
+
+def _legacy_sendall(self, data, flags=0):
+    """_socket.socket.sendall before its fast path: the deadline, _send, _sock_call."""
+    m = _bn_socket
+    if type(data) is bytes:
+        view = memoryview(data)
+    else:
+        data, view = m._send_buffer(data)
+    if type(flags) is not int or flags:
+        flags = m._int(flags)
+    deadline = self._deadline()
+    sent = self._send(data, view, flags, deadline)
+    while sent < len(view):
+        rest = view[sent:]
+        sent += self._send(rest, rest, flags, deadline)
+
+
+def legacy_recv_blocking(self, nbytes, timeout):
+    """tcp.TcpEndpoint.recv_blocking as first made (the fourth round's change 1): the deferred
+    Receive posted through recv(), stack.settle() on every idle round."""
+    tcp, events, stack = _bn_tcp, _bn_events, _bn_stack
+    if self._rd_shut:
+        return b""
+    data = self.recv(nbytes)
+    if data is not None:
+        return data
+    deadline = None if timeout is None else events.clock() + timeout
+    receiver = self.receiver
+    idle = 0
+    while True:
+        op = receiver.op
+        poll = self.poll_target
+        state = self._state
+        if op is None or poll is None or tcp._rx_deferred or op.done:
+            found = stack.pump(self)
+        else:
+            poll[0](poll[1])
+            if op.completion.Status != tcp._SENTINEL and not op.done:
+                events.take(op)
+                data = self._take_received(op, nbytes)
+                if data is not None:
+                    return data
+            found = stack.settle()
+        if self._rx.size or receiver.op is not op or self._done or self._error or self._state != state:
+            data = self.recv(nbytes)
+            if data is not None:
+                return data
+        if deadline is not None and events.clock() >= deadline:
+            raise _bn_errors.timeout("timed out")
+        idle = 0 if found else idle + 1
+        if idle > events.IDLE_SPINS:
+            events.boot_services().Stall(events.IDLE_STALL_US)
+
+
+def legacy_tcp_send(self, data):
+    """tcp.TcpEndpoint.send before _check_open/_refresh/room were written out."""
+    tcp = _bn_tcp
+    self._check_open()
+    self._refresh()
+    if self._state not in tcp.MAY_SEND or self._error:
+        return self._cannot_send()
+    size = len(data)
+    if not size:
+        return 0
+    sender = self.sender
+    space = sender.room()
+    if space <= 0:
+        return None
+    if size <= space and size <= tcp.TRANSMIT_CHUNK and not sender.queue.size and len(sender.ops) < tcp.MAX_TRANSMITS:
+        self._post_transmit(data if isinstance(data, bytes) else memoryview(data).tobytes())
+        return size
+    return _ORIGINAL["tcp_send"](self, data)
 
 
 def section_micro(opts):
