@@ -166,6 +166,7 @@ class Receiver(object):
         self.spent = op
         if op.status != efi.EFI_SUCCESS:
             self.streaming = self.later = False
+            self.release()
             return None
         length = op.keep[0].DataLength  # docs/edk2.md section 3.3 Receive: EDK2 wrote how much it delivered
         self.streaming = length >= STREAM_SEGMENT
@@ -173,6 +174,15 @@ class Receiver(object):
         # A slice of the c_char array is one C call making the bytes object; ctypes.string_at is
         # a Python function around a foreign call, ~50 us in BITS (docs/performance.md section 7).
         return self.buffer[:length]
+
+    def release(self):
+        """Let go of the buffer, packet and token: the connection will take no more Receives (a
+        FIN, a reset or an error ended them; ``prepare`` would make new ones). Not with the
+        endpoint: a graceful close keeps that through TIME_WAIT (2 s), and a burst of connections
+        held 64 KiB each meanwhile -- in BITS, whose heap is 23-28 MiB (docs/bits-environment.md
+        section 1), a MemoryError after a few hundred."""
+        self.spent = None
+        self.buffer = self.packet = self.token = self.fragment = self.completion = None
 
 
 class Sender(object):
@@ -541,8 +551,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             events.resubmit(op)  # the same token, packet and buffer: no new Operation
         status = self._call("Receive", ctypes.byref(token))
         if status != efi.EFI_SUCCESS:
-            events.unsubmit(op)
-            receiver.spent = op
+            events.unsubmit(op)  # the firmware never took the token: the buffer is free
+            receiver.release()
             if status == efi.EFI_CONNECTION_FIN:
                 # EDK2 quirk (TcpDxe, docs/edk2.md section 3.3 Receive): after the peer's FIN with nothing
                 # buffered, Receive() *returns* EFI_CONNECTION_FIN (the token is not signalled).

@@ -200,6 +200,27 @@ def test_close_sends_fin_not_reset(net, profile):
     listener.close()
 
 
+def test_a_connection_past_the_fin_holds_no_receive_buffer(net):
+    # Receiver.release: a graceful close lasts through TIME_WAIT (2 s), and BITS's heap is 23-28
+    # MiB (docs/bits-environment.md section 1): the 64 KiB Receive buffer goes at the FIN.
+    ep, conn, listener = established_pair()
+    send_all(ep, b"bye")
+    ep.close()  # our FIN first, so TIME_WAIT follows the peer's
+    assert conn.recv(10) == b"bye"
+    conn.close()
+    assert wait(lambda: ep.receiver.buffer is None or ep not in tcp._closing, None, 10)
+    assert ep.receiver.buffer is None and ep.receiver.spent is None
+    assert ep in tcp._closing  # released while TIME_WAIT still holds the child
+    listener.close()
+    ep, conn, listener = established_pair()
+    conn.sendall(b"last")
+    conn.close()
+    assert recv_until_eof(ep) == b"last"
+    assert ep.receiver.buffer is None  # the peer's FIN, the connection still open
+    ep.close()
+    listener.close()
+
+
 def test_close_with_unread_data_still_sends_fin(net):
     # docs/edk2.md section 3.3 Close: unread data in EDK2's buffer turns Close(graceful) into a RST; bitsnet
     # drains it first.
