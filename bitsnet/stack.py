@@ -12,6 +12,8 @@ may follow. So one function moves the whole stack on, whichever endpoint a wait 
                    ``ep.progress()`` *is* ``pump(ep)`` (the endpoints' method, not a wrapper:
                    no Python call more per round); ``pump()`` with no endpoint Polls through any,
                    and is the one poller of every other wait too (``close_all``, the tests').
+``settle()``       pump's second half, everything after the Polls: for a wait that Polls by
+                   itself (``TcpEndpoint.recv_blocking``).
 
 The endpoint's side, public (child.EfiChild declares it): ``poll_target`` (the cached Poll callable
 and its ``this``, or None while the child cannot be Polled), ``update()``, and for TCP what the
@@ -77,30 +79,19 @@ def pump(ep=None):
             # (under QEMU TCG a Poll costs less with less Python between; docs/performance.md).
             for _ in range(SEND_POLL_BATCH - 1):
                 poll[0](poll[1])
+    return settle()
+
+
+def settle():
+    """pump() after its Polls: process the completions, update the endpoints that have some,
+    retry refused Transmits, run the closers; returns how many completions ``events.process``
+    found. Also for a wait that Polls by itself (``TcpEndpoint.recv_blocking``: it looks at its
+    own Receive between the Poll and this)."""
     found = events.process()
     if dirty:
         for each in list(dirty):
             each.update()
     if tx_retry:  # refused Transmits (docs/architecture.md section 6.3)
-        for each in list(tx_retry):
-            each.update()
-    if _tcp_closing or _tcp_wanted:
-        tcp_closer.reap_due()
-    if _udp_closing:
-        udp_closer.reap_due()
-    return found
-
-
-def settle():
-    """pump() after its Polls: process the completions, update the endpoints that have some,
-    retry refused Transmits, run the closers. For a wait that Polls by itself
-    (``TcpEndpoint.recv_blocking``: it looks at its own Receive between the Poll and this).
-    The same steps as pump's, written out there: pump is one Python call per wait round."""
-    found = events.process()
-    if dirty:
-        for each in list(dirty):
-            each.update()
-    if tx_retry:
         for each in list(tx_retry):
             each.update()
     if _tcp_closing or _tcp_wanted:
