@@ -8,6 +8,7 @@ from __future__ import print_function
 
 import errno
 import socket as host
+import struct
 import sys
 import threading
 import time
@@ -830,3 +831,66 @@ def test_a_reset_after_the_peers_fin_is_epipe_as_on_linux(sock_net):
     reference, ours = _as_the_host_does(_recv_after_the_reset)
     assert reference == [b"", 1, b"", "EPIPE"], reference
     assert ours == reference
+
+
+# --- shutdown(SHUT_RD): recv stops waiting, data still comes (Linux tcp_recvmsg, unix_stream) ---
+def _outcome(call, *args):
+    """``call(*args)``'s result (bytes; "ok" for anything else) or its errno's name."""
+    try:
+        result = call(*args)
+    except (bs.error, host.error) as exc:
+        return errno.errorcode.get(exc.errno, exc.errno)
+    return result if isinstance(result, bytes) else "ok"
+
+
+def _recv_after_shut_rd(make, listener):
+    """A client shuts its read side with data queued: recv returns the data, then b"" at once;
+    the peer sends more: recv returns it, then b""; send still works; the peer resets: the
+    error once, then b"". Each step's result."""
+    client = make()
+    client.settimeout(10)
+    client.connect(listener.address)
+    server = listener.accept()
+    server.sendall(b"before")
+    time.sleep(0.2)  # it has come (bitsnet: to the machine; the next call takes it in)
+    client.shutdown(host.SHUT_RD)
+    steps = [_outcome(client.recv, 100), _outcome(client.recv, 100)]
+    server.sendall(b"after")
+    time.sleep(0.2)
+    steps += [_outcome(client.recv, 100), _outcome(client.recv, 100)]
+    steps += [_outcome(client.sendall, b"write"), server.recv(100)]
+    server.setsockopt(host.SOL_SOCKET, host.SO_LINGER, struct.pack("ii", 1, 0))
+    server.close()
+    time.sleep(0.2)
+    steps += [_outcome(client.recv, 100), _outcome(client.recv, 100)]
+    client.close()
+    return steps
+
+
+def test_recv_after_shut_rd_as_on_linux(sock_net):
+    reference, ours = _as_the_host_does(_recv_after_shut_rd)
+    assert reference == [b"before", b"", b"after", b"", "ok", b"write", "ECONNRESET", b""], reference
+    assert ours == reference
+
+
+def _pair_after_shut_rd(module, select_module):
+    """socketpair(): one end shuts its read side with data queued; what it reads, what its twin's
+    send says, readiness, and its own write side."""
+    a, b = module.socketpair()
+    b.sendall(b"queued")
+    a.shutdown(module.SHUT_RD)
+    steps = [_outcome(a.recv, 10), _outcome(a.recv, 10), _outcome(b.send, b"more"), _outcome(a.recv, 10)]
+    a.setblocking(False)
+    steps += [_outcome(a.recv, 10), select_module.select([a], [b], [], 0) == ([a], [b], [])]
+    steps += [_outcome(a.sendall, b"w"), b.recv(10)]
+    a.close()
+    b.close()
+    return steps
+
+
+def test_socketpair_after_shut_rd_as_on_linux(sock_net):
+    from bitsnet import select as bselect
+    import select as host_select
+    reference = _pair_after_shut_rd(host, host_select)
+    assert reference == [b"queued", b"", "EPIPE", b"", b"", True, "ok", b"w"], reference
+    assert _pair_after_shut_rd(bs, bselect) == reference
