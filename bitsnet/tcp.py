@@ -227,7 +227,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     # round, and with a thousand endpoints their dicts (3 KiB each on 2.7) outgrow the caches.
     __slots__ = ("_state", "_options", "_configured", "_local", "_remote", "_done", "_rx", "receiver", "sender",
                  "_rd_shut", "_wr_shut", "_user_closed", "_close_op", "_connect_op", "_connect_deadline",
-                 "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting")
+                 "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting",
+                 "_bound", "_former")
     _closer = stack.tcp_closer
     plain_stream = True  # the socket layer's sendall/recv fast paths: send() and recv_blocking()
 
@@ -240,6 +241,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self._configured = None  # the (active, station, port, backlog, options) last configured
         self._local = None  # type: tuple
         self._remote = None  # type: tuple
+        self._bound = None  # type: tuple   # (station or None, port) as bind() configured them
+        self._former = None  # type: tuple   # getsockname's after a failed connect was forgotten
         self._done = []  # type: list   # Operations recorded by on_done (docs/architecture.md section 13 rule 5)
         self._rx = ByteQueue(DEFAULT_RCVBUF)  # received bytes not yet read
         self.receiver = Receiver()
@@ -730,7 +733,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         host, port, info = self._address(address, deadline)
         if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(False, None if host == self._fam.wildcard else host, port, deadline=deadline)
+        station = None if host == self._fam.wildcard else host
+        self._configure(False, station, port, deadline=deadline)
+        self._bound = (station, port)
         self._event("bind")
 
     def connect_start(self, address, timeout=None, deadline=None):
@@ -758,11 +763,26 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     def _forget_peer(self):
         """After a failed connect: the child forgets the peer (Configure(NULL)) and the endpoint
-        is a fresh one (Closed), as Linux's tcp_disconnect leaves a socket."""
+        is a fresh one (Closed), as Linux's tcp_disconnect leaves a socket -- which keeps what
+        bind() asked for: a port bound by number stays bound (SOCK_BINDPORT_LOCK; here: bound
+        again, Bound), an address bound stays the source (SOCK_BINDADDR_LOCK). Otherwise the
+        port is given back, yet getsockname() still shows it (Linux never clears the source
+        port), with the bound address or the wildcard: ``_former``."""
+        former = self._local
         self._call("Configure", None)
         self._configured = self._local = self._remote = None
         self._error = 0
         self._event("disconnect")
+        bound = self._bound
+        if bound is not None and bound[1]:
+            try:
+                self._configure(False, bound[0], bound[1])
+                self._event("bind")
+                return
+            except errors.error:
+                self._local = None  # the port is gone after all: a fresh endpoint
+        if former is not None:
+            self._former = (bound[0] if bound is not None and bound[0] else self._fam.wildcard, former[1])
 
     def _send_syn(self, address, timeout, deadline):
         """Configure the child actively and call Connect: its status (on EFI_SUCCESS the token is
@@ -1209,7 +1229,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
     read_shut = property(lambda self: self._rd_shut)
-    local_address = property(lambda self: self._local)
+    local_address = property(lambda self: self._local or self._former)
     remote_address = property(lambda self: self._remote if self._state in CONNECTED else None)
 
     def take_error(self):

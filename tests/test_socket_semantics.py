@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import conftest
 import peers
 from bitsnet import _socket as bs
 from helpers import MODES, net  # noqa: F401   # the fixture
@@ -894,3 +895,63 @@ def test_socketpair_after_shut_rd_as_on_linux(sock_net):
     reference = _pair_after_shut_rd(host, host_select)
     assert reference == [b"queued", b"", "EPIPE", b"", b"", True, "ok", b"w"], reference
     assert _pair_after_shut_rd(bs, bselect) == reference
+
+
+# --- getsockname() after a failed connect (Linux tcp_disconnect) --------------------------------
+def _names_around_a_failed_connect(make, listener, how):
+    """A socket (bound as ``how`` says, or not) connects to a closed port, then to a listener:
+    each step's result, a name as (the wildcard or an address, which port: 0 or the first,
+    second... seen). Linux: a connect that reports its own failure disconnects the socket; the
+    name keeps the port and the bound address (else the wildcard); a port bound by number stays
+    bound, any other is given back (the next connect takes a new one)."""
+    sock = make()
+    ports = [0]
+
+    def name():
+        address, port = sock.getsockname()[:2]
+        if port not in ports:
+            ports.append(port)
+        return ("any" if address == "0.0.0.0" else "address", ports.index(port))
+
+    if how == "address":
+        sock.bind((peers.HOST if make is host.socket else conftest.STATION, 0))
+    elif how == "port":
+        sock.bind(("", peers.closed_port()))
+    elif how == "any":
+        sock.bind(("", 0))
+    steps = [name()]
+    if how == "non-blocking":
+        sock.setblocking(False)
+        steps.append(errno.errorcode[sock.connect_ex((peers.HOST, peers.closed_port()))])
+        poll_until(lambda: sock.getsockopt(host.SOL_SOCKET, host.SO_ERROR) or _would_block())
+        steps.append(name())  # SO_ERROR read (and cleared): not disconnected
+        steps.append(errno.errorcode[sock.connect_ex((peers.HOST, peers.closed_port()))])
+        sock.setblocking(True)
+    else:
+        steps.append(_outcome(sock.connect, (peers.HOST, peers.closed_port())))
+    steps.append(name())
+    steps.append(_outcome(sock.connect, listener.address))
+    listener.accept().close()
+    steps.append(name())
+    sock.close()
+    return steps
+
+
+def _would_block():
+    raise bs.error(errno.EAGAIN, "not yet")
+
+
+FAILED_CONNECT_NAMES = {  # Linux's, checked on the host each time (see below)
+    None: [("any", 0), "ECONNREFUSED", ("any", 1), "ok", ("address", 2)],
+    "any": [("any", 1), "ECONNREFUSED", ("any", 1), "ok", ("address", 2)],
+    "address": [("address", 1), "ECONNREFUSED", ("address", 1), "ok", ("address", 2)],
+    "port": [("any", 1), "ECONNREFUSED", ("any", 1), "ok", ("address", 1)],
+    "non-blocking": [("any", 0), "EINPROGRESS", ("address", 1), "ECONNABORTED", ("any", 1), "ok", ("address", 2)],
+}
+
+
+@pytest.mark.parametrize("how", sorted(FAILED_CONNECT_NAMES, key=str))
+def test_getsockname_after_a_failed_connect_as_on_linux(sock_net, how):
+    reference, ours = _as_the_host_does(lambda make, listener: _names_around_a_failed_connect(make, listener, how))
+    assert reference == FAILED_CONNECT_NAMES[how], reference
+    assert ours == reference
