@@ -955,7 +955,8 @@ class socket(object):
     def recv(self, bufsize, flags=0):  # type: (int, int) -> bytes
         """recv(buffersize[, flags]) -> data
 
-        Receive up to buffersize bytes; b'' means the peer closed (or SHUT_RD was done)."""
+        Receive up to buffersize bytes; b'' means the peer closed (or, after SHUT_RD, that
+        nothing has come)."""
         # The common case first: a TCP socket that may wait, a small size, no flags -- straight to
         # the endpoint's own blocking recv (docs/performance.md section 7: each Python call
         # counts in BITS, and a round trip is made of few socket calls).
@@ -1033,7 +1034,7 @@ class socket(object):
             raise _error(_errno.EINVAL, "Invalid argument (EFI TCP delivers urgent data inline)")
         if flags & _NOT_STREAM_RECV_FLAGS:
             raise _error(_errno.EOPNOTSUPP)
-        if nbytes == 0 or endpoint.read_shut:
+        if nbytes == 0:
             return 0 if buffer is not None else b""
         peek = bool(flags & MSG_PEEK)
         nonblocking = self._timeout == 0.0 or bool(flags & MSG_DONTWAIT)
@@ -1225,16 +1226,16 @@ class socket(object):
     def shutdown(self, how):
         """shutdown(flag)
 
-        SHUT_RD: later recv returns b''. SHUT_WR or SHUT_RDWR: send our FIN; EFI TCP4 only has
-        a full close, so whatever the peer sends after that is not delivered (see the module
-        docstring)."""
+        SHUT_RD: recv no longer waits -- it returns what is buffered or arrives, else b'' -- as
+        on Linux. SHUT_WR or SHUT_RDWR: send our FIN; EFI TCP4 only has a full close, so
+        whatever the peer sends after that is not delivered (see the module docstring)."""
         how = _int(how)
         endpoint = self._endpoint()
         if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
             raise _error(_errno.EINVAL)
         if self._type != SOCK_DGRAM and not endpoint.connected:
             raise _error(_errno.ENOTCONN)
-        endpoint.shutdown(how)  # SHUT_RD is the endpoint's (``read_shut``): TCP drops what arrives from now on
+        endpoint.shutdown(how)  # SHUT_RD is the endpoint's (``read_shut``): its recv stops waiting
 
 
 SocketType = socket

@@ -49,8 +49,9 @@ class Endpoint(object):
                                                             "before any connect); False for the others.")
     local_address = _abstract_property("local_address", "The (host, port[, ...]) bound, or None.")
     remote_address = _abstract_property("remote_address", "The connected peer's (host, port[, ...]), or None.")
-    read_shut = _abstract_property("read_shut", "shutdown(SHUT_RD) was asked: a stream's recv answers EOF at once, "
-                                                "and select() calls the socket readable (as Linux).")
+    read_shut = _abstract_property("read_shut", "shutdown(SHUT_RD) was asked: a stream's recv no longer waits "
+                                                "(what is queued, else EOF), and select() calls the socket "
+                                                "readable (as Linux).")
     plain_stream = _abstract_property("plain_stream", "The socket layer's sendall/recv of bytes with no flags "
                                                       "may take their fast paths: send() as it is, and "
                                                       "recv_blocking() (docs/performance.md section 7). True for "
@@ -162,7 +163,7 @@ class StreamEndpoint(Endpoint):
 
     def recv_blocking(self, nbytes, timeout):
         """recv(``nbytes``) of a socket with ``timeout`` (None: blocking; never 0): the bytes,
-        b"" at EOF or after SHUT_RD, the pending error raised, ``errors.timeout`` when it runs
+        b"" at EOF (or after SHUT_RD with nothing queued), the pending error raised, ``errors.timeout`` when it runs
         out. Asked only where ``plain_stream`` is True."""
         raise NotImplementedError("%s.recv_blocking" % type(self).__name__)
 

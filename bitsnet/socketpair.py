@@ -26,7 +26,9 @@ class PairEndpoint(StreamEndpoint):
     connecting = False
     failed = False
     never_connected = False  # connected from birth
-    read_shut = False  # SHUT_RD is the endpoint's, set by shutdown(): the socket's recv answers b"" at once
+    # SHUT_RD is the endpoint's, set by shutdown(), as Linux's AF_UNIX stream: recv returns what
+    # is queued, then b"" at once; the twin's send raises EPIPE from then on.
+    read_shut = False
     plain_stream = False  # the socket layer's generic way (its fast paths are for TCP's firmware waits)
     local_address = remote_address = ("127.0.0.1", 0)
 
@@ -65,19 +67,19 @@ class PairEndpoint(StreamEndpoint):
     def recv_into(self, buffer, nbytes=None, peek=False):
         if self._rx:
             return self._rx.readinto(buffer, nbytes, consume=not peek)
-        return 0 if self._eof else None
+        return 0 if self._eof or self.read_shut else None
 
     def recv(self, nbytes, peek=False):
         if self._rx:
             return self._rx.peek(nbytes) if peek else self._rx.read(nbytes)
-        return b"" if self._eof else None
+        return b"" if self._eof or self.read_shut else None
 
     def recv_blocking(self, nbytes, timeout):
         raise NotImplementedError("PairEndpoint.recv_blocking: plain_stream is False, the socket layer never asks")
 
     def send(self, data):
         peer = self.peer
-        if self._write_shut or peer is None:
+        if self._write_shut or peer is None or peer.read_shut:
             raise _error(errno.EPIPE)
         space = self.LIMIT - len(peer._rx)
         if space <= 0:
@@ -105,10 +107,11 @@ class PairEndpoint(StreamEndpoint):
         pass
 
     def can_recv(self):
-        return bool(self._rx) or self._eof
+        return bool(self._rx) or self._eof or self.read_shut
 
     def can_send(self):
-        return self._write_shut or self.peer is None or len(self.peer._rx) < self.LIMIT
+        peer = self.peer
+        return self._write_shut or peer is None or peer.read_shut or len(peer._rx) < self.LIMIT
 
     def acceptable(self):
         return False

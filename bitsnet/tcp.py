@@ -45,6 +45,8 @@ does not turn into a RST (docs/edk2.md section 3.3 Close: unread data => RST), i
 Close(AbortOnClose=FALSE) and, when that token completes (after TIME_WAIT, >= 2 s), calls
 DestroyChild. SO_LINGER (on, 0) and interpreter exit abort (RST) instead. No half-close
 (docs/edk2.md section 3.3 Close): ``shutdown(SHUT_WR)`` starts that same close.
+``shutdown(SHUT_RD)`` is Python's alone, as Linux's: recv stops waiting (b"" when nothing is
+buffered) but data is still received, within SO_RCVBUF, and returned; only close() drops it.
 
 Other differences from CPython on Linux, all forced by EFI_TCP4: ``bind()`` already configures
 the child passively (see ``bind``); options reach EDK2 only at Configure, so TCP_NODELAY and
@@ -225,7 +227,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     # round, and with a thousand endpoints their dicts (3 KiB each on 2.7) outgrow the caches.
     __slots__ = ("_state", "_options", "_configured", "_local", "_remote", "_done", "_rx", "receiver", "sender",
                  "_rd_shut", "_wr_shut", "_user_closed", "_close_op", "_connect_op", "_connect_deadline",
-                 "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting")
+                 "_close_deadline", "_error", "_backlog", "_accept_ops", "_accepted", "_settled", "_awaiting",
+                 "_bound", "_former")
     _closer = stack.tcp_closer
     plain_stream = True  # the socket layer's sendall/recv fast paths: send() and recv_blocking()
 
@@ -238,12 +241,17 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         self._configured = None  # the (active, station, port, backlog, options) last configured
         self._local = None  # type: tuple
         self._remote = None  # type: tuple
+        self._bound = None  # type: tuple   # (station or None, port) as bind() configured them
+        self._former = None  # type: tuple   # getsockname's after a failed connect was forgotten
         self._done = []  # type: list   # Operations recorded by on_done (docs/architecture.md section 13 rule 5)
         self._rx = ByteQueue(DEFAULT_RCVBUF)  # received bytes not yet read
         self.receiver = Receiver()
         self.sender = Sender(DEFAULT_SNDBUF)
         # Outside the machine (tcp_state.py): the user's SHUT_RD, SHUT_WR and close().
-        self._rd_shut = False  # SHUT_RD is the endpoint's alone: it drops what arrives from then on
+        # SHUT_RD is the endpoint's alone: recv never waits from then on (b"" when nothing is
+        # buffered), but what arrives is still received, within SO_RCVBUF, as on Linux. Dropping
+        # what arrives is the user's close() (``_user_closed``), not this.
+        self._rd_shut = False
         self._wr_shut = False
         self._user_closed = False
         self._close_op = None  # the Close token, graceful or abort, once posted
@@ -459,7 +467,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         data = self.receiver.completed(op)
         status = op.status
         if data is not None:
-            if not self._rd_shut:
+            if not self._user_closed:  # closed: nobody reads; the close drains EDK2 (section 9)
                 self._rx.append(data)
         elif status == efi.EFI_CONNECTION_FIN:  # docs/edk2.md section 3.6: pending Receive on peer FIN
             self._event("fin")
@@ -511,7 +519,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         synchronous = False
         state = self._state
         if self.receiver.op is None and (state == ESTABLISHED or state == FIN_WAIT_1):
-            if state == FIN_WAIT_1 or self._rd_shut:
+            if state == FIN_WAIT_1 or self._user_closed:
                 synchronous = self._post_receive()  # drained even when full: a close is coming (section 9)
             elif self._rx.size < self._rx.limit:  # not full() (a TCP buffer always has a limit)
                 if self.receiver.streaming or self.receiver.later:
@@ -725,7 +733,9 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         host, port, info = self._address(address, deadline)
         if host != info.address and host != self._fam.wildcard and host not in getattr(info, "addresses", ()):
             _fail(errno.EADDRNOTAVAIL, "%s is not this machine's address (%s)" % (host, info.address))
-        self._configure(False, None if host == self._fam.wildcard else host, port, deadline=deadline)
+        station = None if host == self._fam.wildcard else host
+        self._configure(False, station, port, deadline=deadline)
+        self._bound = (station, port)
         self._event("bind")
 
     def connect_start(self, address, timeout=None, deadline=None):
@@ -753,11 +763,26 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
 
     def _forget_peer(self):
         """After a failed connect: the child forgets the peer (Configure(NULL)) and the endpoint
-        is a fresh one (Closed), as Linux's tcp_disconnect leaves a socket."""
+        is a fresh one (Closed), as Linux's tcp_disconnect leaves a socket -- which keeps what
+        bind() asked for: a port bound by number stays bound (SOCK_BINDPORT_LOCK; here: bound
+        again, Bound), an address bound stays the source (SOCK_BINDADDR_LOCK). Otherwise the
+        port is given back, yet getsockname() still shows it (Linux never clears the source
+        port), with the bound address or the wildcard: ``_former``."""
+        former = self._local
         self._call("Configure", None)
         self._configured = self._local = self._remote = None
         self._error = 0
         self._event("disconnect")
+        bound = self._bound
+        if bound is not None and bound[1]:
+            try:
+                self._configure(False, bound[0], bound[1])
+                self._event("bind")
+                return
+            except errors.error:
+                self._local = None  # the port is gone after all: a fresh endpoint
+        if former is not None:
+            self._former = (bound[0] if bound is not None and bound[0] else self._fam.wildcard, former[1])
 
     def _send_syn(self, address, timeout, deadline):
         """Configure the child actively and call Connect: its status (on EFI_SUCCESS the token is
@@ -884,20 +909,21 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self.update()
 
     def _nothing_buffered(self):
-        """recv found no buffered bytes: 0 at EOF, None if it would block, the pending error
-        raised -- or True once a deferred Receive, posted now, brought something: look again."""
-        if self._rd_shut:
-            return 0
+        """recv found no buffered bytes: 0 at EOF (or after SHUT_RD), None if it would block, the
+        pending error raised -- or True once a Receive, posted now, brought something: look again.
+        Linux's tcp_recvmsg order: a pending error first, even after SHUT_RD, then EOF."""
         if self._error and self._error != errno.EPIPE:
             err, self._error = self._error, 0
             _fail(err, "recv")  # EPIPE is left to send: recv is at EOF then, as on Linux
         state = self._state
         if state in NOT_CONNECTED:
+            if self._rd_shut:
+                return 0  # SHUT_RD while connecting, then the connect failed
             _fail(errno.ENOTCONN, "recv")
         if state in FIN_RECEIVED or state == RESET:
             return 0
         if state == SYN_SENT:
-            return None
+            return 0 if self._rd_shut else None
         receiver = self.receiver
         if self._close_op is not None and receiver.op is None:
             return 0  # no half-close (docs/edk2.md section 3.3 Close): after our FIN nothing more comes
@@ -912,11 +938,22 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
                 self.update()  # it completed at once: consume it
             if self._rx.size or self._error or self._state in FIN_RECEIVED or self._state == RESET:
                 return True
+        if self._rd_shut:
+            return self._nothing_after_shut()
         return None
+
+    def _nothing_after_shut(self):
+        """recv after SHUT_RD found nothing buffered: it never waits, but what has already reached
+        the machine comes first, as Linux's recv returns what its receive queue holds -- and only
+        a Poll takes it in (nothing drives the firmware between a program's calls). So one pump
+        (the deferred Receive, a Poll, the completions): True if it brought data or an error (look
+        again: the error is raised first, as Linux's), else 0 (EOF)."""
+        stack.pump(self)
+        return True if self._rx.size or self._error and self._error != errno.EPIPE else 0
 
     def recv_blocking(self, nbytes, timeout):
         """socket.recv(``nbytes``) with no flags on a socket whose timeout is ``timeout`` (None, or
-        > 0): the bytes, b"" at EOF or after SHUT_RD, the pending error raised, or
+        > 0): the bytes, b"" at EOF (or after SHUT_RD with nothing come), the pending error raised, or
         ``errors.timeout``. The same answers as the socket layer's generic way (recv; wait until
         can_recv over progress(); recv again), made the round trip's fast path
         (docs/performance.md section 7): the deadline is read only when it has to wait; while its
@@ -930,7 +967,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         deferred one elsewhere, Transmits of its own in flight, a FIN, an error) takes the pump
         and recv() as the generic way."""
         if self._rd_shut:
-            return b""
+            return self.recv(nbytes)  # never waits: the data still buffered or arriving, else b""
         receiver = self.receiver
         if receiver.later and not self._rx.size and receiver.op is None and self._settled and not self._done \
                 and self._state == ESTABLISHED and not self._error and self._close_op is None \
@@ -993,7 +1030,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         data for an established connection (EOF, reset, an error): then it is recorded for
         update(), which recv() runs."""
         rx = self._rx
-        if op.status == efi.EFI_SUCCESS and self._state == ESTABLISHED and not rx.size and not self._rd_shut \
+        if op.status == efi.EFI_SUCCESS and self._state == ESTABLISHED and not rx.size and not self._user_closed \
                 and self._close_op is None and not self.sender.queue.size:
             data = self.receiver.completed(op)
             if data:
@@ -1084,8 +1121,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
         if self._state not in CONNECTED and self._state != SYN_SENT:
             _fail(errno.ENOTCONN, "shutdown")
         if how in (SHUT_RD, SHUT_RDWR):
-            self._rd_shut = True
-            self._rx.discard()
+            self._rd_shut = True  # recv never waits from now on; data is still received (Linux)
         if how in (SHUT_WR, SHUT_RDWR):
             # EDK2 quirk: no half-close (docs/edk2.md section 3.3 Close): SHUT_WR starts the full close.
             self._wr_shut = True
@@ -1124,8 +1160,8 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             self._destroy()
         else:
             # EDK2 quirk: a Close with unread data sends a RST (docs/edk2.md section 3.3 Close): nobody
-            # will read, so drop the data but keep draining EDK2 until the FIN.
-            self._rd_shut = True
+            # will read, so drop the data but keep draining EDK2 until the FIN (_done_rx and
+            # _refill look at _user_closed).
             self._rx.discard()
             self._event("close")
             self._close_deadline = clock.monotonic() + CLOSE_TIMEOUT
@@ -1193,7 +1229,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
     failed = property(lambda self: self._refresh() or self._state == FAILED)
     closed = property(lambda self: self._user_closed)
     read_shut = property(lambda self: self._rd_shut)
-    local_address = property(lambda self: self._local)
+    local_address = property(lambda self: self._local or self._former)
     remote_address = property(lambda self: self._remote if self._state in CONNECTED else None)
 
     def take_error(self):

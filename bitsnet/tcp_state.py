@@ -78,7 +78,8 @@ NOT_CONNECTED = (CLOSED, BOUND, LISTEN, FAILED)
 #   established, refused    the Connect token completed: EFI_SUCCESS, or an error (RST, ICMP...)
 #   timeout                 bitsnet's own connect timer ran out (EDK2's is >= 60 s)
 #   disconnect              a failed connect is forgotten (Configure(NULL)), as Linux's tcp_disconnect:
-#                           when connect() reported it, or a new connect starts
+#                           when connect() reported it, or a new connect starts (a port the user
+#                           bound by number is then bound again: bind)
 #   fin                     a Receive ended with EFI_CONNECTION_FIN (docs/edk2.md section 3.6)
 #   close                   shutdown(SHUT_WR) or a graceful close(): our FIN after the queued data
 #   reset                   the connection is lost: RST, an error, EFI_ABORTED, our abort

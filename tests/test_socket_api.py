@@ -9,6 +9,7 @@ from __future__ import print_function
 
 import errno
 import gc
+import io
 import socket as host
 import struct
 import sys
@@ -566,11 +567,42 @@ def test_shutdown_wr_sends_fin_and_buffered_data_stays_readable(net):
         server.close()
 
 
-def test_shutdown_rd_is_kept_in_python(net):
+def makefile_rb(sock):
+    """A makefile("rb") reader over a bitsnet socket, as each Python's socket.py builds one."""
+    if PY2:
+        return host._fileobject(sock, "rb")
+
+    class RawReader(host.SocketIO):
+        def close(self):  # socket.SocketIO's tells its socket.socket, which bitsnet's is not
+            io.RawIOBase.close(self)
+    return io.BufferedReader(RawReader(sock, "rb"))
+
+
+def test_shutdown_rd_still_delivers_and_stays_readable(net):
+    # Linux: after SHUT_RD select/poll say readable, recv returns what is queued (a makefile
+    # reader gets it, then EOF) and b"" at once when nothing is -- a non-blocking one too, not
+    # EAGAIN; what the peer sends later still comes; the write side is untouched.
+    from bitsnet import select as bselect
     with HostListener() as listener:
         client, server = connected_pair(listener)
+        server.sendall(b"line one\nline")
+        assert bselect.select([client], [], [], 5) == ([client], [], [])
         client.shutdown(bs.SHUT_RD)
-        assert client.recv(10) == b""
+        poller = bselect.poll()
+        poller.register(client, bselect.POLLIN | bselect.POLLOUT)
+        assert poller.poll(0) == [(client.fileno(), bselect.POLLIN | bselect.POLLOUT)]
+        reader = makefile_rb(client)
+        assert reader.readline() == b"line one\n" and reader.read() == b"line"
+        reader.close()
+        client.setblocking(False)
+        assert client.recv(10) == b"" and client.recv_into(bytearray(10)) == 0
+        assert bselect.select([client], [], [], 0)[0] == [client]
+        server.sendall(b"more")
+        got, deadline = b"", time.time() + 5
+        while not got and time.time() < deadline:
+            got = client.recv(10)  # b"" until it has come: recv after SHUT_RD never waits
+        assert got == b"more" and client.recv(10) == b""
+        client.setblocking(True)
         client.sendall(b"still sending")
         assert recv_exactly(server, 13) == b"still sending"
         with pytest.raises(bs.error) as info:

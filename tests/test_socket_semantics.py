@@ -8,12 +8,14 @@ from __future__ import print_function
 
 import errno
 import socket as host
+import struct
 import sys
 import threading
 import time
 
 import pytest
 
+import conftest
 import peers
 from bitsnet import _socket as bs
 from helpers import MODES, net  # noqa: F401   # the fixture
@@ -829,4 +831,127 @@ def test_a_reset_after_the_peers_fin_is_epipe_as_on_linux(sock_net):
     assert ours == reference
     reference, ours = _as_the_host_does(_recv_after_the_reset)
     assert reference == [b"", 1, b"", "EPIPE"], reference
+    assert ours == reference
+
+
+# --- shutdown(SHUT_RD): recv stops waiting, data still comes (Linux tcp_recvmsg, unix_stream) ---
+def _outcome(call, *args):
+    """``call(*args)``'s result (bytes; "ok" for anything else) or its errno's name."""
+    try:
+        result = call(*args)
+    except (bs.error, host.error) as exc:
+        return errno.errorcode.get(exc.errno, exc.errno)
+    return result if isinstance(result, bytes) else "ok"
+
+
+def _recv_after_shut_rd(make, listener):
+    """A client shuts its read side with data queued: recv returns the data, then b"" at once;
+    the peer sends more: recv returns it, then b""; send still works; the peer resets: the
+    error once, then b"". Each step's result."""
+    client = make()
+    client.settimeout(10)
+    client.connect(listener.address)
+    server = listener.accept()
+    server.sendall(b"before")
+    time.sleep(0.2)  # it has come (bitsnet: to the machine; the next call takes it in)
+    client.shutdown(host.SHUT_RD)
+    steps = [_outcome(client.recv, 100), _outcome(client.recv, 100)]
+    server.sendall(b"after")
+    time.sleep(0.2)
+    steps += [_outcome(client.recv, 100), _outcome(client.recv, 100)]
+    steps += [_outcome(client.sendall, b"write"), server.recv(100)]
+    server.setsockopt(host.SOL_SOCKET, host.SO_LINGER, struct.pack("ii", 1, 0))
+    server.close()
+    time.sleep(0.2)
+    steps += [_outcome(client.recv, 100), _outcome(client.recv, 100)]
+    client.close()
+    return steps
+
+
+def test_recv_after_shut_rd_as_on_linux(sock_net):
+    reference, ours = _as_the_host_does(_recv_after_shut_rd)
+    assert reference == [b"before", b"", b"after", b"", "ok", b"write", "ECONNRESET", b""], reference
+    assert ours == reference
+
+
+def _pair_after_shut_rd(module, select_module):
+    """socketpair(): one end shuts its read side with data queued; what it reads, what its twin's
+    send says, readiness, and its own write side."""
+    a, b = module.socketpair()
+    b.sendall(b"queued")
+    a.shutdown(module.SHUT_RD)
+    steps = [_outcome(a.recv, 10), _outcome(a.recv, 10), _outcome(b.send, b"more"), _outcome(a.recv, 10)]
+    a.setblocking(False)
+    steps += [_outcome(a.recv, 10), select_module.select([a], [b], [], 0) == ([a], [b], [])]
+    steps += [_outcome(a.sendall, b"w"), b.recv(10)]
+    a.close()
+    b.close()
+    return steps
+
+
+def test_socketpair_after_shut_rd_as_on_linux(sock_net):
+    from bitsnet import select as bselect
+    import select as host_select
+    reference = _pair_after_shut_rd(host, host_select)
+    assert reference == [b"queued", b"", "EPIPE", b"", b"", True, "ok", b"w"], reference
+    assert _pair_after_shut_rd(bs, bselect) == reference
+
+
+# --- getsockname() after a failed connect (Linux tcp_disconnect) --------------------------------
+def _names_around_a_failed_connect(make, listener, how):
+    """A socket (bound as ``how`` says, or not) connects to a closed port, then to a listener:
+    each step's result, a name as (the wildcard or an address, which port: 0 or the first,
+    second... seen). Linux: a connect that reports its own failure disconnects the socket; the
+    name keeps the port and the bound address (else the wildcard); a port bound by number stays
+    bound, any other is given back (the next connect takes a new one)."""
+    sock = make()
+    ports = [0]
+
+    def name():
+        address, port = sock.getsockname()[:2]
+        if port not in ports:
+            ports.append(port)
+        return ("any" if address == "0.0.0.0" else "address", ports.index(port))
+
+    if how == "address":
+        sock.bind((peers.HOST if make is host.socket else conftest.STATION, 0))
+    elif how == "port":
+        sock.bind(("", peers.closed_port()))
+    elif how == "any":
+        sock.bind(("", 0))
+    steps = [name()]
+    if how == "non-blocking":
+        sock.setblocking(False)
+        steps.append(errno.errorcode[sock.connect_ex((peers.HOST, peers.closed_port()))])
+        poll_until(lambda: sock.getsockopt(host.SOL_SOCKET, host.SO_ERROR) or _would_block())
+        steps.append(name())  # SO_ERROR read (and cleared): not disconnected
+        steps.append(errno.errorcode[sock.connect_ex((peers.HOST, peers.closed_port()))])
+        sock.setblocking(True)
+    else:
+        steps.append(_outcome(sock.connect, (peers.HOST, peers.closed_port())))
+    steps.append(name())
+    steps.append(_outcome(sock.connect, listener.address))
+    listener.accept().close()
+    steps.append(name())
+    sock.close()
+    return steps
+
+
+def _would_block():
+    raise bs.error(errno.EAGAIN, "not yet")
+
+
+FAILED_CONNECT_NAMES = {  # Linux's, checked on the host each time (see below)
+    None: [("any", 0), "ECONNREFUSED", ("any", 1), "ok", ("address", 2)],
+    "any": [("any", 1), "ECONNREFUSED", ("any", 1), "ok", ("address", 2)],
+    "address": [("address", 1), "ECONNREFUSED", ("address", 1), "ok", ("address", 2)],
+    "port": [("any", 1), "ECONNREFUSED", ("any", 1), "ok", ("address", 1)],
+    "non-blocking": [("any", 0), "EINPROGRESS", ("address", 1), "ECONNABORTED", ("any", 1), "ok", ("address", 2)],
+}
+
+
+@pytest.mark.parametrize("how", sorted(FAILED_CONNECT_NAMES, key=str))
+def test_getsockname_after_a_failed_connect_as_on_linux(sock_net, how):
+    reference, ours = _as_the_host_does(lambda make, listener: _names_around_a_failed_connect(make, listener, how))
+    assert reference == FAILED_CONNECT_NAMES[how], reference
     assert ours == reference

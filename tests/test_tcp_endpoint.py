@@ -263,15 +263,42 @@ def test_shutdown_wr_sends_fin_and_recv_sees_buffered_data_then_eof(net):
     listener.close()
 
 
-def test_shutdown_rd_makes_recv_return_eof(net):
-    ep, conn, listener = established_pair()
-    conn.sendall(b"dropped")
+def test_shutdown_rd_returns_what_comes_and_never_waits(net):
+    # Linux: data queued before SHUT_RD is still returned, then recv answers b"" at once; what
+    # the peer sends later is still received -- within SO_RCVBUF: with the Python buffer full no
+    # Receive is posted, as on an open connection -- and the write side stays open.
+    rcvbuf = 16 * 1024
+    ep, conn, listener = established_pair(rcvbuf=rcvbuf)
+    conn.sendall(b"before")
+    assert wait(lambda: len(ep._rx) >= 6, ep)
     ep.shutdown(tcp.SHUT_RD)
-    assert ep.can_recv() and ep.recv_into(bytearray(10)) == 0
+    assert ep.can_recv() and ep.recv(100) == b"before"
+    assert ep.can_recv() and ep.recv(100) == b"" and ep.recv_into(bytearray(10)) == 0
+    assert ep.recv_blocking(10, None) == b""  # the socket layer's fast path: no wait either
+    data = pattern(256 * 1024, seed=5)
+    sender = threading.Thread(target=conn.sendall, args=(data,))
+    sender.daemon = True
+    sender.start()
+    assert wait(lambda: len(ep._rx) >= rcvbuf and ep.receiver.op is None, ep)
+    for _ in range(50):
+        ep.progress()
+    assert len(ep._rx) < rcvbuf + tcp.RECEIVE_CHUNK and ep.receiver.op is None  # bounded
+    got = bytearray()
+    while len(got) < len(data):
+        assert wait(lambda: len(ep._rx) > 0, ep)
+        got += ep.recv(65536)
+    sender.join(DEADLINE)
+    assert bytes(got) == data and ep.recv(10) == b""
     send_all(ep, b"write side open")
     assert recv_exactly_host(conn, 15) == b"write side open"
-    conn.close()
+    # close() with the buffer full after SHUT_RD still drains EDK2 (docs/edk2.md section 3.3
+    # Close: unread data would turn the Close into a RST): the peer sees our FIN.
+    conn.sendall(pattern(200000, seed=6))
+    assert wait(lambda: len(ep._rx) >= rcvbuf and ep.receiver.op is None, ep)
     ep.close()
+    conn.shutdown(socket.SHUT_WR)
+    assert conn.recv(10) == b""
+    conn.close()
     listener.close()
 
 
