@@ -390,12 +390,18 @@ def wait_until(predicate, deadline, poll=None, checked=False):
         if idle > IDLE_SPINS:
             boot_services().Stall(IDLE_STALL_US)
         if wait_hook is not None:
-            held = entered[:]
-            entered[:] = [None, 0]  # the other threads' turn: they may enter (see ``entered``)
-            try:
-                wait_hook()
-            finally:
-                entered[:] = held
+            others_turn()
+
+
+def others_turn():
+    """Run ``wait_hook`` (a threaded host harness's other threads) from a wait round: the
+    waiting thread lets go of bitsnet meanwhile, so they may enter (see ``entered``)."""
+    held = entered[:]
+    entered[:] = [None, 0]
+    try:
+        wait_hook()
+    finally:
+        entered[:] = held
 
 
 def outstanding(owner=None):

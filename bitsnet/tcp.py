@@ -1013,12 +1013,7 @@ class TcpEndpoint(EfiChild, StreamEndpoint):
             if idle > events.IDLE_SPINS:
                 events.boot_services().Stall(events.IDLE_STALL_US)
             if events.wait_hook is not None:
-                held = events.entered[:]
-                events.entered[:] = [None, 0]  # the other threads' turn (events.wait_until)
-                try:
-                    events.wait_hook()
-                finally:
-                    events.entered[:] = held
+                events.others_turn()
                 data = self.recv(nbytes)  # their pumps may have consumed this endpoint's completions
                 if data is not None:
                     return data
